@@ -1,0 +1,8 @@
+// Umbrella header of the flashkm C++ API.
+#pragma once
+
+#include "flashkm/errors.hpp"
+#include "flashkm/kmeans.hpp"
+#include "flashkm/matrix_view.hpp"
+#include "flashkm/options.hpp"
+#include "flashkm/result.hpp"

@@ -1,0 +1,71 @@
+// Options for fit/predict and the per-iteration statistics handed to progress callbacks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <variant>
+
+#include "flashkm/matrix_view.hpp"
+
+namespace flashkm {
+
+/// How the initial centroids are chosen.
+enum class InitMethod {
+  kMeansPlusPlus,  ///< greedy k-means++ as scikit-learn does it (2 + floor(ln k) trials per step)
+  kRandom,         ///< k distinct data points (weighted by sample_weight when given)
+  kExplicit,       ///< the caller's `init_centroids`
+};
+
+/// Why a run stopped.
+enum class StopReason {
+  kTolerance,  ///< sum of squared centroid shifts <= tol * mean per-feature variance of X
+  kStrict,     ///< no label changed in an iteration
+  kMaxIter,    ///< max_iter iterations were run
+  kCallback,   ///< the progress callback asked to stop
+};
+
+/// What happened in one Lloyd iteration.
+struct IterationStats {
+  int iteration = 0;              ///< 1-based
+  double inertia = 0;             ///< sum of w*||x - c||^2 against the centroids used to assign
+  double center_shift = 0;        ///< sum over clusters of ||c_new - c_old||^2
+  std::size_t labels_changed = 0; ///< points whose label differs from the previous iteration
+  std::size_t empty_relocated = 0;///< empty clusters moved to far points in this iteration
+  double seconds = 0;             ///< wall time of the iteration
+  int init_run = 0;               ///< which of the n_init runs this iteration belongs to
+};
+
+/// Called after every iteration; return false to stop the run (StopReason::kCallback).
+using IterationCallback = std::function<bool(const IterationStats&)>;
+
+/// Explicit initial centroids, K x D, in either float type.
+using CentroidsView = std::variant<MatrixView<double>, MatrixView<float>>;
+
+/// Options of flashkm::fit. Defaults follow scikit-learn's KMeans where it has the option.
+struct KMeansOptions {
+  std::size_t n_clusters = 8;          ///< K, 1 <= K <= N
+  InitMethod init = InitMethod::kMeansPlusPlus;
+  CentroidsView init_centroids{};      ///< used when init == kExplicit; must be K x D
+  int n_init = 1;                      ///< runs from different seeds; the lowest inertia wins.
+                                       ///< Ignored (one run) for explicit centroids.
+  int max_iter = 300;                  ///< >= 1
+  double tol = 1e-4;                   ///< relative to the mean per-feature variance of X; >= 0
+  std::uint64_t seed = 0;              ///< seeds k-means++ and random init
+  int n_threads = 0;                   ///< 0 = all cores; results do not depend on it
+  std::span<const double> sample_weight{};  ///< empty = all ones; else N values >= 0, not all 0
+  IterationCallback callback{};        ///< optional progress callback
+  std::string target{};                ///< SIMD target to force ("" = best available, or the
+                                       ///< FLASHKM_TARGET environment variable when set)
+};
+
+/// Options of predict / transform / score.
+struct PredictOptions {
+  int n_threads = 0;
+  std::string target{};
+  std::span<const double> sample_weight{};  ///< used by score only
+};
+
+}  // namespace flashkm

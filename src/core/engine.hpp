@@ -1,0 +1,52 @@
+// Private header: the interface the Lloyd driver uses to talk to an engine (CPU today; CUDA and
+// MPI later). The driver is written once against it (DESIGN.md, "Layers and rooms").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace flashkm::detail {
+
+/// An engine owns a prepared data set (validated, centred on `shift()`) and runs the two
+/// Lloyd kernels over it. Centroids cross this interface centred on shift(), in float64,
+/// row-major k x dim. Every result must be independent of the engine's thread count.
+template <class T>
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual std::size_t rows() const = 0;
+  virtual std::size_t cols() const = 0;
+  /// The centring vector: X's column means rounded to T (so that x - shift is exact in T for
+  /// data with a large common offset), as float64.
+  virtual const double* shift() const = 0;
+  /// Mean over features of the (unweighted) variance of each column of X.
+  virtual double mean_variance() = 0;
+  /// Name of the SIMD target whose kernels run.
+  virtual const char* target() const = 0;
+  /// Sample weights, or nullptr for all ones.
+  virtual const double* weights() const = 0;
+  /// Row i of X minus shift(), in float64.
+  virtual void row_centred(std::size_t i, double* out) const = 0;
+
+  /// Makes these the centroids of the following assign / distance calls.
+  virtual void set_centroids(const double* centroids, std::size_t k) = 0;
+  /// FlashAssign: labels and squared distances to the nearest centroid; returns how many
+  /// labels changed from their values on entry.
+  virtual std::size_t assign(std::int32_t* labels, T* dist) = 0;
+  /// closest[i] = min(closest[i], squared distance of row i to the nearest set centroid).
+  virtual void lower_closest(T* closest) = 0;
+  /// pot[c] = sum_i w_i * min(closest[i], ||x_i - c||^2) for every set centroid c (float64,
+  /// summed in a fixed order).
+  virtual void potentials(const T* closest, double* pot) = 0;
+  /// Squared distances of every row to every set centroid, rows x k, row-major.
+  virtual void sqdistances(T* out) = 0;
+
+  /// Sort-Inverse Update: sums[c] = sum over points labelled c of w * (x - shift) and
+  /// weights[c] = sum of their w (float64, in point order, for any thread count); returns the
+  /// inertia sum_i w_i ||x_i - centroids[label_i]||^2 against the given (centred) centroids.
+  virtual double update(const std::int32_t* labels, const double* centroids, std::size_t k,
+                        double* sums, double* weights) = 0;
+};
+
+}  // namespace flashkm::detail

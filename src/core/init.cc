@@ -1,0 +1,110 @@
+// Initialisation: greedy k-means++ on the engine's fused distance kernel, and random points.
+#include "core/init.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "flashkm/errors.hpp"
+
+namespace flashkm::detail {
+namespace {
+
+// Index of the first point whose running sum of w_i * closest_i reaches each target (sorted
+// ascending), as numpy.searchsorted(cumsum, targets) does; clipped to the last point.
+template <class T>
+std::vector<std::size_t> search_cumulative(const T* closest, const double* w, std::size_t n,
+                                           std::vector<double> targets) {
+  std::vector<std::size_t> order(targets.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return targets[a] < targets[b]; });
+  std::vector<std::size_t> out(targets.size(), n - 1);
+  double cum = 0;
+  std::size_t t = 0;
+  for (std::size_t i = 0; i < n && t < order.size(); ++i) {
+    cum += (w ? w[i] : 1.0) * static_cast<double>(closest[i]);
+    while (t < order.size() && targets[order[t]] <= cum) out[order[t++]] = i;
+  }
+  return out;
+}
+
+}  // namespace
+
+template <class T>
+std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937_64& rng) {
+  const std::size_t n = engine.rows();
+  const std::size_t dim = engine.cols();
+  const double* w = engine.weights();
+  const std::size_t trials = 2 + static_cast<std::size_t>(std::log(static_cast<double>(k)));
+  std::vector<double> centroids(k * dim);
+
+  // First centre: a point drawn with probability proportional to its weight.
+  std::vector<T> ones(n, T(1));
+  double total_w = 0;
+  for (std::size_t i = 0; i < n; ++i) total_w += w ? w[i] : 1.0;
+  const std::size_t first = search_cumulative(ones.data(), w, n, {uniform01(rng) * total_w})[0];
+  engine.row_centred(first, centroids.data());
+
+  std::vector<T> closest(n, std::numeric_limits<T>::infinity());
+  engine.set_centroids(centroids.data(), 1);
+  engine.lower_closest(closest.data());
+  double pot = 0;
+  for (std::size_t i = 0; i < n; ++i) pot += (w ? w[i] : 1.0) * static_cast<double>(closest[i]);
+
+  std::vector<double> cand(trials * dim);
+  std::vector<double> cand_pot(trials);
+  for (std::size_t c = 1; c < k; ++c) {
+    std::vector<double> targets(trials);
+    for (double& t : targets) t = uniform01(rng) * pot;
+    const auto ids = search_cumulative(closest.data(), w, n, targets);
+    for (std::size_t t = 0; t < trials; ++t) engine.row_centred(ids[t], cand.data() + t * dim);
+    // All trials against all points in one pass of the fused kernel.
+    engine.set_centroids(cand.data(), trials);
+    engine.potentials(closest.data(), cand_pot.data());
+    const std::size_t best = static_cast<std::size_t>(
+        std::min_element(cand_pot.begin(), cand_pot.end()) - cand_pot.begin());
+    pot = cand_pot[best];
+    std::copy_n(cand.data() + best * dim, dim, centroids.data() + c * dim);
+    engine.set_centroids(centroids.data() + c * dim, 1);
+    engine.lower_closest(closest.data());
+  }
+  return centroids;
+}
+
+template <class T>
+std::vector<double> init_random(Engine<T>& engine, std::size_t k, std::mt19937_64& rng) {
+  const std::size_t n = engine.rows();
+  const std::size_t dim = engine.cols();
+  const double* w = engine.weights();
+  // Efraimidis-Spirakis: key = log(u) / w; the k largest keys are a weighted sample without
+  // replacement (uniform when unweighted). Zero-weight rows get -inf and are never drawn.
+  std::vector<std::pair<double, std::size_t>> keys(n);
+  std::size_t positive = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double wi = w ? w[i] : 1.0;
+    const double u = uniform01(rng);
+    positive += wi > 0;
+    keys[i] = {wi > 0 ? std::log1p(-u) / wi : -std::numeric_limits<double>::infinity(), i};
+  }
+  if (positive < k) {
+    throw InvalidData("init='random' needs n_clusters = " + std::to_string(k) +
+                      " rows with positive sample_weight, but only " + std::to_string(positive) +
+                      " have one");
+  }
+  auto greater = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(k), keys.end(), greater);
+  std::vector<double> centroids(k * dim);
+  for (std::size_t c = 0; c < k; ++c) engine.row_centred(keys[c].second, centroids.data() + c * dim);
+  return centroids;
+}
+
+template std::vector<double> init_kmeanspp<float>(Engine<float>&, std::size_t, std::mt19937_64&);
+template std::vector<double> init_kmeanspp<double>(Engine<double>&, std::size_t, std::mt19937_64&);
+template std::vector<double> init_random<float>(Engine<float>&, std::size_t, std::mt19937_64&);
+template std::vector<double> init_random<double>(Engine<double>&, std::size_t, std::mt19937_64&);
+
+}  // namespace flashkm::detail

@@ -1,0 +1,143 @@
+// The Lloyd driver: assign -> update -> empty-cluster relocation -> convergence test.
+#include "core/lloyd.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+namespace flashkm::detail {
+namespace {
+
+// Moves each empty cluster (zero total weight) to one of the points farthest from their
+// centroid, as scikit-learn does: farthest first (ties: lowest point index), the point's weight
+// and coordinates leave its old cluster. A point is not taken from a cluster it would empty.
+// Deterministic: depends only on dist, labels and the sums. Returns how many were relocated.
+template <class T>
+std::size_t relocate_empty(Engine<T>& engine, const std::int32_t* labels, const T* dist,
+                           std::size_t k, std::vector<double>& sums, std::vector<double>& wsums,
+                           std::vector<double>& fixed_centroids, std::vector<char>& is_fixed) {
+  const std::size_t n = engine.rows();
+  const std::size_t dim = engine.cols();
+  const double* w = engine.weights();
+  std::vector<std::size_t> empty;
+  for (std::size_t c = 0; c < k; ++c) {
+    if (wsums[c] == 0.0) empty.push_back(c);
+  }
+  if (empty.empty()) return 0;
+
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  auto farther = [&](std::size_t a, std::size_t b) {
+    return dist[a] > dist[b] || (dist[a] == dist[b] && a < b);
+  };
+  // Only the first few candidates are usually needed; sort more only if they run out.
+  std::size_t sorted = std::min(n, 4 * empty.size() + 64);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), farther);
+
+  std::size_t relocated = 0;
+  std::size_t next = 0;
+  std::vector<double> x(dim);
+  for (std::size_t c : empty) {
+    while (true) {
+      if (next == sorted && sorted < n) {
+        std::sort(order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), farther);
+        sorted = n;
+      }
+      if (next == n) break;
+      const std::size_t p = order[next++];
+      const std::size_t donor = static_cast<std::size_t>(labels[p]);
+      const double wp = w ? w[p] : 1.0;
+      if (is_fixed[donor] || (wp > 0 && !(wsums[donor] - wp > 0))) continue;
+      engine.row_centred(p, x.data());
+      for (std::size_t j = 0; j < dim; ++j) sums[donor * dim + j] -= wp * x[j];
+      wsums[donor] -= wp;
+      std::copy(x.begin(), x.end(), fixed_centroids.begin() + static_cast<std::ptrdiff_t>(c * dim));
+      is_fixed[c] = 1;
+      ++relocated;
+      break;
+    }
+  }
+  return relocated;
+}
+
+}  // namespace
+
+template <class T>
+LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t k,
+                   const KMeansOptions& options, double tol_abs, int init_run,
+                   std::vector<IterationStats>& history) {
+  using Clock = std::chrono::steady_clock;
+  const std::size_t n = engine.rows();
+  const std::size_t dim = engine.cols();
+  LloydRun run;
+  run.labels.assign(n, -1);
+  std::vector<T> dist(n);
+  std::vector<double> sums(k * dim), wsums(k), next(k * dim), fixed(k * dim);
+  std::vector<char> is_fixed(k);
+
+  bool final_assign_needed = true;
+  for (int it = 1; it <= options.max_iter; ++it) {
+    const auto t0 = Clock::now();
+    engine.set_centroids(centroids.data(), k);
+    const std::size_t changed = engine.assign(run.labels.data(), dist.data());
+    const double inertia = engine.update(run.labels.data(), centroids.data(), k, sums.data(), wsums.data());
+    std::fill(is_fixed.begin(), is_fixed.end(), 0);
+    const std::size_t relocated =
+        relocate_empty(engine, run.labels.data(), dist.data(), k, sums, wsums, fixed, is_fixed);
+    double shift = 0;
+    for (std::size_t c = 0; c < k; ++c) {
+      for (std::size_t j = 0; j < dim; ++j) {
+        const std::size_t i = c * dim + j;
+        // A cluster left without weight (only zero-weight points, none to relocate) keeps
+        // its centroid.
+        next[i] = is_fixed[c] ? fixed[i] : wsums[c] > 0 ? sums[i] / wsums[c] : centroids[i];
+        const double e = next[i] - centroids[i];
+        shift += e * e;
+      }
+    }
+    IterationStats stats;
+    stats.iteration = it;
+    stats.inertia = inertia;
+    stats.center_shift = shift;
+    stats.labels_changed = changed;
+    stats.empty_relocated = relocated;
+    stats.init_run = init_run;
+    stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    history.push_back(stats);
+    run.n_iter = it;
+    run.inertia = inertia;
+    const bool keep_going = !options.callback || options.callback(stats);
+
+    if (it > 1 && changed == 0) {
+      // Strict convergence: these labels are the assignment of `centroids`, which we keep.
+      run.stop = StopReason::kStrict;
+      final_assign_needed = false;
+      break;
+    }
+    centroids.swap(next);
+    if (shift <= tol_abs) {
+      run.stop = StopReason::kTolerance;
+      break;
+    }
+    if (!keep_going) {
+      run.stop = StopReason::kCallback;
+      break;
+    }
+    run.stop = StopReason::kMaxIter;
+  }
+  if (final_assign_needed) {
+    // The loop ended after an update: assign once more so labels match the returned centroids.
+    engine.set_centroids(centroids.data(), k);
+    engine.assign(run.labels.data(), dist.data());
+    run.inertia = engine.update(run.labels.data(), centroids.data(), k, sums.data(), wsums.data());
+  }
+  run.centroids = std::move(centroids);
+  return run;
+}
+
+template LloydRun run_lloyd<float>(Engine<float>&, std::vector<double>, std::size_t,
+                                   const KMeansOptions&, double, int, std::vector<IterationStats>&);
+template LloydRun run_lloyd<double>(Engine<double>&, std::vector<double>, std::size_t,
+                                    const KMeansOptions&, double, int, std::vector<IterationStats>&);
+
+}  // namespace flashkm::detail

@@ -1,0 +1,29 @@
+// Private header: the Lloyd loop, written once against the Engine interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "flashkm/options.hpp"
+
+namespace flashkm::detail {
+
+struct LloydRun {
+  std::vector<double> centroids;  // centred, k x dim, float64
+  std::vector<std::int32_t> labels;
+  double inertia = 0;
+  int n_iter = 0;
+  StopReason stop = StopReason::kMaxIter;
+};
+
+/// Runs Lloyd iterations from `centroids` (centred) until tolerance, strict convergence,
+/// max_iter or the callback stops it. The returned labels and inertia are those of the
+/// returned centroids. `tol_abs` is tol times the mean feature variance of X.
+template <class T>
+LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t k,
+                   const KMeansOptions& options, double tol_abs, int init_run,
+                   std::vector<IterationStats>& history);
+
+}  // namespace flashkm::detail

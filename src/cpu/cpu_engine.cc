@@ -1,0 +1,376 @@
+// The CPU engine: owns threads and blocking around the per-target kernels (kernel_table.hpp),
+// and implements the Sort-Inverse Update (counting sort + fixed-block reductions).
+#include "cpu/cpu_engine.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include <hwy/aligned_allocator.h>
+
+#include "cpu/kernel_table.hpp"
+#include "flashkm/errors.hpp"
+
+namespace flashkm::detail {
+namespace {
+
+// Rows per block of the data passes (mean, variance, potentials). Fixed, so that the order of
+// float64 additions -- and hence the result -- does not depend on the thread count.
+constexpr std::size_t kStatRows = 4096;
+
+// Sort-Inverse Update: the sorted order is cut into blocks of this many points (at least one
+// row's worth of doubles per point, so the partial sums stay O(N + K*D)). Fixed for the same
+// reason as kStatRows.
+std::size_t update_block(std::size_t dim) { return std::max<std::size_t>(256, dim); }
+
+template <class T>
+const KernelTable<T>* find_table(const std::string& wanted) {
+  const auto tables = kernel_tables<T>();
+  if (wanted.empty()) return tables.front();
+  for (const auto* t : tables) {
+    if (wanted == t->name) return t;
+  }
+  std::string names;
+  for (const auto* t : tables) names += std::string(names.empty() ? "" : ", ") + t->name;
+  throw InvalidArgument("SIMD target '" + wanted +
+                        "' is unknown or not supported by this CPU; available: " + names);
+}
+
+std::string requested_target(const std::string& option) {
+  if (!option.empty()) return option;
+  const char* env = std::getenv("FLASHKM_TARGET");
+  return env ? std::string(env) : std::string();
+}
+
+template <class T>
+class CpuEngine final : public Engine<T> {
+ public:
+  CpuEngine(MatrixView<T> X, std::span<const double> weights, int n_threads,
+            const KernelTable<T>* table)
+      : x_(X),
+        weights_(weights.empty() ? nullptr : weights.data()),
+        threads_(n_threads > 0 ? n_threads : omp_get_max_threads()),
+        table_(table),
+        shift_(X.cols),
+        shift_t_(X.cols) {
+    compute_mean();
+    pts_ = PointsRef<T>{x_.data, x_.stride, x_.cols, shift_t_.data()};
+  }
+
+  std::size_t rows() const override { return x_.rows; }
+  std::size_t cols() const override { return x_.cols; }
+  const double* shift() const override { return shift_.data(); }
+  const char* target() const override { return table_->name; }
+  const double* weights() const override { return weights_; }
+
+  void row_centred(std::size_t i, double* out) const override {
+    const T* row = x_.row(i);
+    for (std::size_t j = 0; j < x_.cols; ++j) out[j] = static_cast<double>(row[j]) - shift_[j];
+  }
+
+  double mean_variance() override {
+    const std::size_t dim = x_.cols;
+    const std::size_t nb = (x_.rows + kStatRows - 1) / kStatRows;
+    std::vector<double> part(nb * dim, 0.0);
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+    for (std::size_t b = 0; b < nb; ++b) {
+      double* p = part.data() + b * dim;
+      const std::size_t end = std::min(x_.rows, (b + 1) * kStatRows);
+      for (std::size_t i = b * kStatRows; i < end; ++i) {
+        const T* row = x_.row(i);
+        for (std::size_t j = 0; j < dim; ++j) {
+          const double e = static_cast<double>(row[j]) - mean_[j];
+          p[j] += e * e;
+        }
+      }
+    }
+    double total = 0;
+    for (std::size_t j = 0; j < dim; ++j) {
+      double s = 0;
+      for (std::size_t b = 0; b < nb; ++b) s += part[b * dim + j];
+      total += s / static_cast<double>(x_.rows);
+    }
+    return total / static_cast<double>(dim);
+  }
+
+  void set_centroids(const double* centroids, std::size_t k) override {
+    k_ = k;
+    const std::size_t need = table_->packed_size(k, x_.cols);
+    if (need > packed_cap_) {
+      packed_ = hwy::AllocateAligned<T>(need);
+      packed_cap_ = need;
+    }
+    table_->pack_centroids(centroids, k, x_.cols, packed_.get());
+  }
+
+  std::size_t assign(std::int32_t* labels, T* dist) override {
+    const std::size_t chunk = task_rows();
+    const std::size_t ntasks = (x_.rows + chunk - 1) / chunk;
+    std::size_t changed = 0;
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) reduction(+ : changed)
+    for (std::size_t t = 0; t < ntasks; ++t) {
+      const std::size_t r0 = t * chunk;
+      const std::size_t r1 = std::min(x_.rows, r0 + chunk);
+      changed += table_->assign_rows(pts_, packed_.get(), k_, r0, r1, labels, dist);
+    }
+    return changed;
+  }
+
+  void lower_closest(T* closest) override {
+    const std::size_t chunk = task_rows();
+    const std::size_t ntasks = (x_.rows + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+    for (std::size_t t = 0; t < ntasks; ++t) {
+      const std::size_t r0 = t * chunk;
+      const std::size_t r1 = std::min(x_.rows, r0 + chunk);
+      std::vector<std::int32_t> lab(r1 - r0, 0);
+      std::vector<T> d(r1 - r0);
+      const PointsRef<T> sub{x_.row(r0), x_.stride, x_.cols, shift_t_.data()};
+      table_->assign_rows(sub, packed_.get(), k_, 0, r1 - r0, lab.data(), d.data());
+      for (std::size_t i = r0; i < r1; ++i) closest[i] = std::min(closest[i], d[i - r0]);
+    }
+  }
+
+  void potentials(const T* closest, double* pot) override {
+    const std::size_t nb = (x_.rows + kStatRows - 1) / kStatRows;
+    std::vector<double> part(nb * k_, 0.0);
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+    for (std::size_t b = 0; b < nb; ++b) {
+      const std::size_t r0 = b * kStatRows;
+      const std::size_t r1 = std::min(x_.rows, r0 + kStatRows);
+      std::vector<T> d((r1 - r0) * k_);
+      table_->sqdist_rows(pts_, packed_.get(), k_, r0, r1, d.data(), k_);
+      double* p = part.data() + b * k_;
+      for (std::size_t i = r0; i < r1; ++i) {
+        const double w = weights_ ? weights_[i] : 1.0;
+        for (std::size_t c = 0; c < k_; ++c) {
+          p[c] += w * static_cast<double>(std::min(closest[i], d[(i - r0) * k_ + c]));
+        }
+      }
+    }
+    for (std::size_t c = 0; c < k_; ++c) {
+      double s = 0;
+      for (std::size_t b = 0; b < nb; ++b) s += part[b * k_ + c];
+      pot[c] = s;
+    }
+  }
+
+  void sqdistances(T* out) override {
+    const std::size_t chunk = task_rows();
+    const std::size_t ntasks = (x_.rows + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+    for (std::size_t t = 0; t < ntasks; ++t) {
+      const std::size_t r0 = t * chunk;
+      const std::size_t r1 = std::min(x_.rows, r0 + chunk);
+      table_->sqdist_rows(pts_, packed_.get(), k_, r0, r1, out + r0 * k_, k_);
+    }
+  }
+
+  double update(const std::int32_t* labels, const double* centroids, std::size_t k, double* sums,
+                double* wsums) override {
+    const std::size_t n = x_.rows;
+    const std::size_t dim = x_.cols;
+    sort_by_label(labels, k);
+
+    // Cut the sorted order into fixed blocks; a segment is the part of one cluster's run that
+    // lies in one block. Segments enumerated cluster by cluster are also in position order, so
+    // each cluster's segments are contiguous and each block's segments are contiguous.
+    const std::size_t B = update_block(dim);
+    const std::size_t nblocks = (n + B - 1) / B;
+    seg_begin_.clear();
+    seg_cluster_.clear();
+    for (std::size_t c = 0; c < k; ++c) {
+      for (std::size_t pos = offsets_[c]; pos < offsets_[c + 1];) {
+        const std::size_t end = std::min<std::size_t>(offsets_[c + 1], (pos / B + 1) * B);
+        seg_begin_.push_back(pos);
+        seg_cluster_.push_back(static_cast<std::uint32_t>(c));
+        pos = end;
+      }
+    }
+    const std::size_t nseg = seg_begin_.size();
+    seg_begin_.push_back(n);
+    block_seg_.assign(nblocks + 1, nseg);
+    for (std::size_t s = nseg; s-- > 0;) block_seg_[seg_begin_[s] / B] = s;
+    for (std::size_t b = nblocks; b-- > 0;) block_seg_[b] = std::min(block_seg_[b], block_seg_[b + 1]);
+
+    part_sum_.assign(nseg * dim, 0.0);
+    part_w_.assign(nseg, 0.0);
+    std::vector<double> block_inertia(nblocks, 0.0);
+#pragma omp parallel num_threads(threads_)
+    {
+      std::vector<double> sq(dim);
+#pragma omp for schedule(dynamic, 4)
+      for (std::size_t b = 0; b < nblocks; ++b) {
+        std::fill(sq.begin(), sq.end(), 0.0);
+        for (std::size_t s = block_seg_[b]; s < block_seg_[b + 1]; ++s) {
+          const std::size_t c = seg_cluster_[s];
+          table_->accumulate_run(pts_, shift_.data(), perm_.data() + seg_begin_[s],
+                                 seg_begin_[s + 1] - seg_begin_[s], weights_, centroids + c * dim,
+                                 part_sum_.data() + s * dim, part_w_.data() + s, sq.data());
+        }
+        double acc = 0;
+        for (std::size_t j = 0; j < dim; ++j) acc += sq[j];
+        block_inertia[b] = acc;
+      }
+      // Combine each cluster's segments in block order.
+#pragma omp for schedule(static)
+      for (std::size_t c = 0; c < k; ++c) {
+        double* out = sums + c * dim;
+        std::fill(out, out + dim, 0.0);
+        wsums[c] = 0.0;
+      }
+#pragma omp single
+      {
+        // Segment -> cluster ranges are monotone; find each cluster's first segment.
+        first_seg_.assign(k + 1, nseg);
+        for (std::size_t s = nseg; s-- > 0;) first_seg_[seg_cluster_[s]] = s;
+        for (std::size_t c = k; c-- > 0;) first_seg_[c] = std::min(first_seg_[c], first_seg_[c + 1]);
+      }
+#pragma omp for schedule(dynamic, 16)
+      for (std::size_t c = 0; c < k; ++c) {
+        double* out = sums + c * dim;
+        for (std::size_t s = first_seg_[c]; s < first_seg_[c + 1]; ++s) {
+          const double* p = part_sum_.data() + s * dim;
+          for (std::size_t j = 0; j < dim; ++j) out[j] += p[j];
+          wsums[c] += part_w_[s];
+        }
+      }
+    }
+    double inertia = 0;
+    for (double v : block_inertia) inertia += v;
+    return inertia;
+  }
+
+ private:
+  std::size_t task_rows() const {
+    // Enough tasks for dynamic balancing, each large enough to amortise scratch set-up.
+    const std::size_t per = x_.rows / (static_cast<std::size_t>(threads_) * 8) + 1;
+    return std::clamp<std::size_t>(per, 64, 8192);
+  }
+
+  // Counting sort of labels: offsets_[c]..offsets_[c+1] is cluster c's run in perm_, each run in
+  // increasing point order (a stable sort, so the result does not depend on how it is split).
+  void sort_by_label(const std::int32_t* labels, std::size_t k) {
+    const std::size_t n = x_.rows;
+    const std::size_t nt = static_cast<std::size_t>(threads_);
+    const std::size_t span = (n + nt - 1) / nt;
+    hist_.assign(nt * k, 0);
+    offsets_.assign(k + 1, 0);
+    perm_.resize(n);
+#pragma omp parallel num_threads(threads_)
+    {
+      const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+      const std::size_t lo = std::min(n, t * span);
+      const std::size_t hi = std::min(n, lo + span);
+      std::uint64_t* h = hist_.data() + t * k;
+      for (std::size_t i = lo; i < hi; ++i) ++h[labels[i]];
+#pragma omp barrier
+#pragma omp single
+      {
+        std::uint64_t pos = 0;
+        for (std::size_t c = 0; c < k; ++c) {
+          offsets_[c] = pos;
+          for (std::size_t u = 0; u < nt; ++u) {
+            const std::uint64_t cnt = hist_[u * k + c];
+            hist_[u * k + c] = pos;
+            pos += cnt;
+          }
+        }
+        offsets_[k] = pos;
+      }
+      for (std::size_t i = lo; i < hi; ++i) perm_[h[labels[i]]++] = static_cast<std::uint32_t>(i);
+    }
+  }
+
+  void compute_mean() {
+    const std::size_t dim = x_.cols;
+    const std::size_t nb = (x_.rows + kStatRows - 1) / kStatRows;
+    std::vector<double> part(nb * dim, 0.0);
+    // First non-finite value of each block, as a flat index; the smallest wins.
+    std::vector<std::size_t> bad(nb, std::numeric_limits<std::size_t>::max());
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+    for (std::size_t b = 0; b < nb; ++b) {
+      double* p = part.data() + b * dim;
+      const std::size_t end = std::min(x_.rows, (b + 1) * kStatRows);
+      for (std::size_t i = b * kStatRows; i < end && bad[b] == std::numeric_limits<std::size_t>::max(); ++i) {
+        const T* row = x_.row(i);
+        for (std::size_t j = 0; j < dim; ++j) {
+          if (!std::isfinite(row[j])) {
+            bad[b] = i * dim + j;
+            break;
+          }
+          p[j] += static_cast<double>(row[j]);
+        }
+      }
+    }
+    const std::size_t first_bad = *std::min_element(bad.begin(), bad.end());
+    if (first_bad != std::numeric_limits<std::size_t>::max()) {
+      const std::size_t r = first_bad / dim, c = first_bad % dim;
+      const double v = static_cast<double>(x_.row(r)[c]);
+      throw InvalidData(std::string("X contains ") + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") +
+                        " at row " + std::to_string(r) + ", column " + std::to_string(c));
+    }
+    mean_.assign(dim, 0.0);
+    for (std::size_t j = 0; j < dim; ++j) {
+      double s = 0;
+      for (std::size_t b = 0; b < nb; ++b) s += part[b * dim + j];
+      mean_[j] = s / static_cast<double>(x_.rows);
+      shift_t_[j] = static_cast<T>(mean_[j]);
+      shift_[j] = static_cast<double>(shift_t_[j]);
+    }
+  }
+
+  MatrixView<T> x_;
+  const double* weights_;
+  int threads_;
+  const KernelTable<T>* table_;
+  std::vector<double> mean_;
+  std::vector<double> shift_;
+  std::vector<T> shift_t_;
+  PointsRef<T> pts_{};
+
+  std::size_t k_ = 0;
+  hwy::AlignedFreeUniquePtr<T[]> packed_;
+  std::size_t packed_cap_ = 0;
+
+  std::vector<std::uint64_t> hist_;
+  std::vector<std::uint64_t> offsets_;
+  std::vector<std::uint32_t> perm_;
+  std::vector<std::size_t> seg_begin_;
+  std::vector<std::uint32_t> seg_cluster_;
+  std::vector<std::size_t> block_seg_;
+  std::vector<std::size_t> first_seg_;
+  std::vector<double> part_sum_;
+  std::vector<double> part_w_;
+};
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<Engine<T>> make_cpu_engine(MatrixView<T> X, std::span<const double> weights,
+                                           int n_threads, const std::string& target) {
+  const KernelTable<T>* table = find_table<T>(requested_target(target));
+  return std::make_unique<CpuEngine<T>>(X, weights, n_threads, table);
+}
+
+template std::unique_ptr<Engine<float>> make_cpu_engine<float>(MatrixView<float>,
+                                                               std::span<const double>, int,
+                                                               const std::string&);
+template std::unique_ptr<Engine<double>> make_cpu_engine<double>(MatrixView<double>,
+                                                                 std::span<const double>, int,
+                                                                 const std::string&);
+
+std::vector<std::string> cpu_target_names() {
+  std::vector<std::string> names;
+  for (const auto* t : kernel_tables<float>()) names.emplace_back(t->name);
+  return names;
+}
+
+std::string cpu_default_target() { return find_table<float>(requested_target(""))->name; }
+
+}  // namespace flashkm::detail

@@ -1,0 +1,66 @@
+// Private header: the per-target kernel table through which the CPU engine calls its kernels.
+//
+// Kernel contract (BLIS style; see docs/KERNELS.md):
+// * Centroids are packed once per iteration by `pack_centroids` into panels of `nr` centroids:
+//   panel p holds, for every feature j, the `nr` values c[p*nr + l][j] contiguously
+//   ([p][j][l]), followed after the last panel by the squared norms of all padded centroids.
+//   Padding centroids are zero with norm +inf, so they never win an argmin.
+// * Points are read from the caller's rows and centred on `shift` while being packed into an
+//   L1/L2-resident sliver; nothing N x K is ever written by `assign_rows`.
+// * Every function works on a row range on one thread; the engine owns threads and blocking.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace flashkm::detail {
+
+/// The data side of an assignment: rows of X, centred on `shift` (in X's type).
+template <class T>
+struct PointsRef {
+  const T* x = nullptr;
+  std::size_t stride = 0;
+  std::size_t dim = 0;
+  const T* shift = nullptr;  // dim values subtracted from every row
+};
+
+template <class T>
+struct KernelTable {
+  const char* name;  // the Highway target name of the code that runs, or "reference"
+  std::size_t nr;    // centroids per packed panel
+
+  /// T elements needed to pack k centroids of dimension dim (panels + norms).
+  std::size_t (*packed_size)(std::size_t k, std::size_t dim);
+
+  /// Packs k centred centroids (float64, row-major k x dim) into `packed`.
+  void (*pack_centroids)(const double* centroids, std::size_t k, std::size_t dim, T* packed);
+
+  /// FlashAssign over rows [r0, r1): labels[r] = argmin_c ||x_r - c||^2 (ties: lowest index),
+  /// dist[r] = that squared distance (>= 0). Returns how many labels differ from the values
+  /// labels[] held on entry.
+  std::size_t (*assign_rows)(const PointsRef<T>& pts, const T* packed, std::size_t k,
+                             std::size_t r0, std::size_t r1, std::int32_t* labels, T* dist);
+
+  /// Squared distances of rows [r0, r1) to all k packed centroids, out[(r - r0) * ldo + c].
+  void (*sqdist_rows)(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
+                      std::size_t r1, T* out, std::size_t ldo);
+
+  /// Sort-Inverse Update inner loop: for the n points idx[0..n) (one cluster's run, in order),
+  /// sum[j] += w * (x[j] - shift[j]) and sq[j] += w * (x[j] - shift[j] - centroid[j])^2 in
+  /// float64, wsum += w (w = 1 when weights is null). The additions happen point by point in
+  /// order and without fused multiply-adds, so every target gives bitwise the same sums.
+  void (*accumulate_run)(const PointsRef<T>& pts, const double* shift,
+                         const std::uint32_t* idx, std::size_t n, const double* weights,
+                         const double* centroid, double* sum, double* wsum, double* sq);
+};
+
+/// Every compiled target's tables the running CPU supports, best first, then the reference.
+template <class T>
+std::vector<const KernelTable<T>*> kernel_tables();
+
+/// The scalar reference kernels (always compiled, no SIMD).
+template <class T>
+const KernelTable<T>& reference_table();
+
+}  // namespace flashkm::detail

@@ -1,0 +1,357 @@
+// FlashAssign and the Sort-Inverse Update inner loop, written once with Highway and compiled for
+// every SIMD target (AVX-512, AVX2, SSE4, scalar); kernel_tables() lists those the CPU supports.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "cpu/kernel_table.hpp"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/kernels_simd.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace flashkm::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Register tile of the FlashAssign micro-kernel: kMR points x kNV vectors of centroids.
+// The accumulators (kMR * kNV), kNV centroid loads and one broadcast must fit the register file
+// without spilling, as in a BLIS sgemm micro-kernel: AVX-512 has 32 registers -> 12 x 2 (24
+// accumulators, 27 live); AVX2/SSE4 have 16 -> 6 x 2 (12 accumulators, 15 live).
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
+constexpr std::size_t kMR = 4;
+constexpr std::size_t kNV = 4;
+#elif HWY_TARGET <= HWY_AVX3
+constexpr std::size_t kMR = 12;
+constexpr std::size_t kNV = 2;
+#else
+constexpr std::size_t kMR = 6;
+constexpr std::size_t kNV = 2;
+#endif
+
+// Points packed per block: the block (rows x dim) stays in L2 while every centroid panel
+// streams through L1 once per block.
+constexpr std::size_t kBlockBytes = 192 * 1024;
+
+template <class T>
+using Tag = hn::ScalableTag<T>;
+
+template <class T>
+std::size_t PanelWidth() {
+  return kNV * hn::Lanes(Tag<T>());
+}
+
+template <class T>
+std::size_t PackedSize(std::size_t k, std::size_t dim) {
+  const std::size_t nr = PanelWidth<T>();
+  const std::size_t kpad = (k + nr - 1) / nr * nr;
+  return kpad * dim + kpad;
+}
+
+template <class T>
+void PackCentroids(const double* c, std::size_t k, std::size_t dim, T* packed) {
+  const std::size_t nr = PanelWidth<T>();
+  const std::size_t npanels = (k + nr - 1) / nr;
+  T* norms = packed + npanels * nr * dim;
+  for (std::size_t p = 0; p < npanels; ++p) {
+    T* panel = packed + p * nr * dim;
+    for (std::size_t l = 0; l < nr; ++l) {
+      const std::size_t ci = p * nr + l;
+      if (ci >= k) {
+        for (std::size_t j = 0; j < dim; ++j) panel[j * nr + l] = T(0);
+        norms[ci] = std::numeric_limits<T>::infinity();
+        continue;
+      }
+      // The norm is taken of the rounded values that the kernel multiplies with, so that
+      // ||x||^2 + ||c||^2 - 2x.c is the expansion of one and the same pair of vectors.
+      T norm = T(0);
+      for (std::size_t j = 0; j < dim; ++j) {
+        const T v = static_cast<T>(c[ci * dim + j]);
+        panel[j * nr + l] = v;
+        norm += v * v;
+      }
+      norms[ci] = norm;
+    }
+  }
+}
+
+// Copies rows [r, r + m) centred on the shift into `xp` (kMR rows of dim, zero beyond m) and
+// writes their squared norms. Centring here, while the rows are packed anyway, is what keeps
+// data with a large common offset exact without a centred copy of X.
+template <class T>
+void PackSliver(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* HWY_RESTRICT xp,
+                T* HWY_RESTRICT xnorm) {
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t dim = pts.dim;
+  for (std::size_t i = 0; i < kMR; ++i) {
+    T* dst = xp + i * dim;
+    if (i >= m) {
+      std::fill(dst, dst + dim, T(0));
+      xnorm[i] = T(0);
+      continue;
+    }
+    const T* src = pts.x + (r + i) * pts.stride;
+    auto acc = hn::Zero(d);
+    std::size_t j = 0;
+    for (; j + L <= dim; j += L) {
+      const auto v = hn::Sub(hn::LoadU(d, src + j), hn::LoadU(d, pts.shift + j));
+      hn::StoreU(v, d, dst + j);
+      acc = hn::MulAdd(v, v, acc);
+    }
+    T norm = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; j < dim; ++j) {
+      const T v = src[j] - pts.shift[j];
+      dst[j] = v;
+      norm += v * v;
+    }
+    xnorm[i] = norm;
+  }
+}
+
+// The register-blocked micro-kernel: acc[i][v] = sum_j xp[i][j] * panel[j][v*L + lane].
+template <class T, class V>
+HWY_INLINE void DotTile(const T* HWY_RESTRICT xp, std::size_t dim, const T* HWY_RESTRICT panel,
+                        V (&acc)[kMR][kNV]) {
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t nr = kNV * L;
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < kMR; ++i) {
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
+  }
+  for (std::size_t j = 0; j < dim; ++j) {
+    V c[kNV];
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < kNV; ++v) c[v] = hn::Load(d, panel + j * nr + v * L);
+#pragma GCC unroll 16
+    for (std::size_t i = 0; i < kMR; ++i) {
+      const V xb = hn::Set(d, xp[i * dim + j]);
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(xb, c[v], acc[i][v]);
+    }
+  }
+}
+
+// Rows per packed block: a multiple of kMR whose packed copy fits kBlockBytes.
+template <class T>
+std::size_t BlockRows(std::size_t dim) {
+  const std::size_t slivers = std::max<std::size_t>(1, kBlockBytes / (kMR * dim * sizeof(T)));
+  return slivers * kMR;
+}
+
+template <class T>
+std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
+                       std::size_t r1, std::int32_t* labels, T* dist) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t nr = kNV * L;
+  const std::size_t dim = pts.dim;
+  const std::size_t npanels = (k + nr - 1) / nr;
+  const T* norms = packed + npanels * nr * dim;
+  const std::size_t block = std::min(BlockRows<T>(dim), (r1 - r0 + kMR - 1) / kMR * kMR);
+
+  // L1/L2-resident scratch: the packed block, its norms, and per point one vector of running
+  // minima and one of their centroid indices (an online argmin per lane).
+  auto xp = hwy::AllocateAligned<T>(block * dim);
+  auto xnorm = hwy::AllocateAligned<T>(block);
+  auto run_min = hwy::AllocateAligned<T>(block * L);
+  auto run_idx = hwy::AllocateAligned<T>(block * L);
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  const V minus2 = hn::Set(d, T(-2));
+
+  std::size_t changed = 0;
+  for (std::size_t rb = r0; rb < r1; rb += block) {
+    const std::size_t m = std::min(block, r1 - rb);
+    const std::size_t nsl = (m + kMR - 1) / kMR;
+    for (std::size_t s = 0; s < nsl; ++s) {
+      PackSliver(pts, rb + s * kMR, std::min(kMR, m - s * kMR), xp.get() + s * kMR * dim,
+                 xnorm.get() + s * kMR);
+    }
+    for (std::size_t i = 0; i < nsl * kMR; ++i) hn::Store(inf, d, run_min.get() + i * L);
+    for (std::size_t p = 0; p < npanels; ++p) {
+      const T* panel = packed + p * nr * dim;
+      const T* pn = norms + p * nr;
+      V idx[kNV];
+      for (std::size_t v = 0; v < kNV; ++v) idx[v] = hn::Iota(d, static_cast<T>(p * nr + v * L));
+      for (std::size_t s = 0; s < nsl; ++s) {
+        V acc[kMR][kNV];
+        DotTile(xp.get() + s * kMR * dim, dim, panel, acc);
+#pragma GCC unroll 16
+        for (std::size_t i = 0; i < kMR; ++i) {
+          // d - ||x||^2 = ||c||^2 - 2 x.c; strict < keeps the lowest index on ties because
+          // indices grow along v and along panels.
+          V best = hn::MulAdd(acc[i][0], minus2, hn::Load(d, pn));
+          V bidx = idx[0];
+          for (std::size_t v = 1; v < kNV; ++v) {
+            const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, pn + v * L));
+            const auto lt = hn::Lt(sv, best);
+            best = hn::IfThenElse(lt, sv, best);
+            bidx = hn::IfThenElse(lt, idx[v], bidx);
+          }
+          T* rm = run_min.get() + (s * kMR + i) * L;
+          T* ri = run_idx.get() + (s * kMR + i) * L;
+          const V old = hn::Load(d, rm);
+          const auto lt = hn::Lt(best, old);
+          hn::Store(hn::IfThenElse(lt, best, old), d, rm);
+          hn::Store(hn::IfThenElse(lt, bidx, hn::Load(d, ri)), d, ri);
+        }
+      }
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      // Across lanes: the smallest value, then the smallest index among lanes holding it.
+      const V vmin = hn::Load(d, run_min.get() + i * L);
+      const V mn = hn::MinOfLanes(d, vmin);
+      const V cand = hn::IfThenElse(hn::Eq(vmin, mn), hn::Load(d, run_idx.get() + i * L), inf);
+      const auto label = static_cast<std::int32_t>(hn::GetLane(hn::MinOfLanes(d, cand)));
+      const std::size_t r = rb + i;
+      changed += labels[r] != label;
+      labels[r] = label;
+      dist[r] = std::max(T(0), xnorm[i] + hn::GetLane(mn));
+    }
+  }
+  return changed;
+}
+
+template <class T>
+void SqDistRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
+                std::size_t r1, T* out, std::size_t ldo) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t nr = kNV * L;
+  const std::size_t dim = pts.dim;
+  const std::size_t npanels = (k + nr - 1) / nr;
+  const T* norms = packed + npanels * nr * dim;
+  const V minus2 = hn::Set(d, T(-2));
+  auto xp = hwy::AllocateAligned<T>(kMR * dim);
+  auto tile = hwy::AllocateAligned<T>(nr);
+  T xnorm[kMR];
+  for (std::size_t r = r0; r < r1; r += kMR) {
+    const std::size_t m = std::min(kMR, r1 - r);
+    PackSliver(pts, r, m, xp.get(), xnorm);
+    for (std::size_t p = 0; p < npanels; ++p) {
+      V acc[kMR][kNV];
+      DotTile(xp.get(), dim, packed + p * nr * dim, acc);
+      const std::size_t kv = std::min(nr, k - p * nr);
+      for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t v = 0; v < kNV; ++v) {
+          const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, norms + p * nr + v * L));
+          hn::Store(hn::Add(sv, hn::Set(d, xnorm[i])), d, tile.get() + v * L);
+        }
+        T* o = out + (r - r0 + i) * ldo + p * nr;
+        for (std::size_t c = 0; c < kv; ++c) o[c] = std::max(T(0), tile[c]);
+      }
+    }
+  }
+}
+
+template <class T, class DF>
+HWY_INLINE hn::Vec<DF> LoadAsF64(DF df, const T* p) {
+  if constexpr (sizeof(T) == sizeof(double)) {
+    return hn::LoadU(df, p);
+  } else {
+    return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), p));
+  }
+}
+
+template <class T>
+void AccumulateRun(const PointsRef<T>& pts, const double* shift, const std::uint32_t* idx,
+                   std::size_t n, const double* weights, const double* centroid, double* sum,
+                   double* wsum, double* sq) {
+  const Tag<double> df;
+  const std::size_t L = hn::Lanes(df);
+  const std::size_t dim = pts.dim;
+  // Rows are gathered in cluster order, so the hardware prefetcher cannot guess them:
+  // prefetch the start of the row a few points ahead.
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t t = 0; t < n; ++t) {
+    if (t + kAhead < n) {
+      const char* ahead = reinterpret_cast<const char*>(pts.x + idx[t + kAhead] * pts.stride);
+      hwy::Prefetch(ahead);
+      hwy::Prefetch(ahead + 64);
+    }
+    const T* row = pts.x + idx[t] * pts.stride;
+    const double w = weights ? weights[idx[t]] : 1.0;
+    *wsum += w;
+    const auto vw = hn::Set(df, w);
+    std::size_t j = 0;
+    for (; j + L <= dim; j += L) {
+      const auto diff = hn::Sub(LoadAsF64(df, row + j), hn::LoadU(df, shift + j));
+      hn::StoreU(hn::Add(hn::LoadU(df, sum + j), hn::Mul(vw, diff)), df, sum + j);
+      const auto e = hn::Sub(diff, hn::LoadU(df, centroid + j));
+      hn::StoreU(hn::Add(hn::LoadU(df, sq + j), hn::Mul(vw, hn::Mul(e, e))), df, sq + j);
+    }
+    for (; j < dim; ++j) {
+      const double diff = static_cast<double>(row[j]) - shift[j];
+      sum[j] += w * diff;
+      const double e = diff - centroid[j];
+      sq[j] += w * (e * e);
+    }
+  }
+}
+
+template <class T>
+const KernelTable<T>* Table() {
+  static const KernelTable<T> table{hwy::TargetName(HWY_TARGET), PanelWidth<T>(),
+                                    &PackedSize<T>,               &PackCentroids<T>,
+                                    &AssignRows<T>,               &SqDistRows<T>,
+                                    &AccumulateRun<T>};
+  return &table;
+}
+
+}  // namespace flashkm::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace flashkm::detail {
+
+template <class T>
+std::vector<const KernelTable<T>*> kernel_tables() {
+  struct Entry {
+    std::int64_t target;
+    const KernelTable<T>* (*get)();
+  };
+  // Best first. Each namespace exists only when Highway compiled that target.
+  static const Entry compiled[] = {
+#if HWY_TARGETS & HWY_AVX3_DL
+      {HWY_AVX3_DL, &N_AVX3_DL::Table<T>},
+#endif
+#if HWY_TARGETS & HWY_AVX3
+      {HWY_AVX3, &N_AVX3::Table<T>},
+#endif
+#if HWY_TARGETS & HWY_AVX2
+      {HWY_AVX2, &N_AVX2::Table<T>},
+#endif
+#if HWY_TARGETS & HWY_SSE4
+      {HWY_SSE4, &N_SSE4::Table<T>},
+#endif
+#if HWY_TARGETS & HWY_EMU128
+      {HWY_EMU128, &N_EMU128::Table<T>},
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+      {HWY_SCALAR, &N_SCALAR::Table<T>},
+#endif
+  };
+  const std::int64_t supported = hwy::SupportedTargets();
+  std::vector<const KernelTable<T>*> out;
+  for (const Entry& e : compiled) {
+    if ((supported & e.target) != 0) out.push_back(e.get());
+  }
+  out.push_back(&reference_table<T>());
+  return out;
+}
+
+template std::vector<const KernelTable<float>*> kernel_tables<float>();
+template std::vector<const KernelTable<double>*> kernel_tables<double>();
+
+}  // namespace flashkm::detail
+#endif  // HWY_ONCE

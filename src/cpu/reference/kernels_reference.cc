@@ -1,0 +1,120 @@
+// The plain scalar reference kernels: the definition every SIMD kernel is tested against.
+// Written for clarity, not speed; always compiled, selectable as target "reference".
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "cpu/kernel_table.hpp"
+
+namespace flashkm::detail {
+namespace {
+
+// Layout with one centroid per panel: row-major k x dim, then the k norms.
+template <class T>
+std::size_t ref_packed_size(std::size_t k, std::size_t dim) {
+  return k * dim + k;
+}
+
+template <class T>
+void ref_pack(const double* c, std::size_t k, std::size_t dim, T* packed) {
+  for (std::size_t ci = 0; ci < k; ++ci) {
+    T norm = T(0);
+    for (std::size_t j = 0; j < dim; ++j) {
+      const T v = static_cast<T>(c[ci * dim + j]);
+      packed[ci * dim + j] = v;
+      norm += v * v;
+    }
+    packed[k * dim + ci] = norm;
+  }
+}
+
+template <class T>
+void centred_row(const PointsRef<T>& pts, std::size_t r, std::vector<T>& out, T& norm) {
+  norm = T(0);
+  for (std::size_t j = 0; j < pts.dim; ++j) {
+    out[j] = pts.x[r * pts.stride + j] - pts.shift[j];
+    norm += out[j] * out[j];
+  }
+}
+
+template <class T>
+T ref_dot(const T* a, const T* b, std::size_t dim) {
+  T acc = T(0);
+  for (std::size_t j = 0; j < dim; ++j) acc = std::fma(a[j], b[j], acc);
+  return acc;
+}
+
+template <class T>
+std::size_t ref_assign(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
+                       std::size_t r1, std::int32_t* labels, T* dist) {
+  std::vector<T> x(pts.dim);
+  const T* norms = packed + k * pts.dim;
+  std::size_t changed = 0;
+  for (std::size_t r = r0; r < r1; ++r) {
+    T xnorm;
+    centred_row(pts, r, x, xnorm);
+    T best = std::numeric_limits<T>::infinity();
+    std::int32_t arg = 0;
+    for (std::size_t c = 0; c < k; ++c) {
+      const T s = std::fma(T(-2), ref_dot(x.data(), packed + c * pts.dim, pts.dim), norms[c]);
+      if (s < best) {
+        best = s;
+        arg = static_cast<std::int32_t>(c);
+      }
+    }
+    changed += labels[r] != arg;
+    labels[r] = arg;
+    dist[r] = std::max(T(0), xnorm + best);
+  }
+  return changed;
+}
+
+template <class T>
+void ref_sqdist(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
+                std::size_t r1, T* out, std::size_t ldo) {
+  std::vector<T> x(pts.dim);
+  const T* norms = packed + k * pts.dim;
+  for (std::size_t r = r0; r < r1; ++r) {
+    T xnorm;
+    centred_row(pts, r, x, xnorm);
+    for (std::size_t c = 0; c < k; ++c) {
+      const T s = std::fma(T(-2), ref_dot(x.data(), packed + c * pts.dim, pts.dim), norms[c]);
+      out[(r - r0) * ldo + c] = std::max(T(0), xnorm + s);
+    }
+  }
+}
+
+template <class T>
+void ref_accumulate(const PointsRef<T>& pts, const double* shift, const std::uint32_t* idx,
+                    std::size_t n, const double* weights, const double* centroid, double* sum,
+                    double* wsum, double* sq) {
+  for (std::size_t t = 0; t < n; ++t) {
+    const T* row = pts.x + idx[t] * pts.stride;
+    const double w = weights ? weights[idx[t]] : 1.0;
+    *wsum += w;
+    for (std::size_t j = 0; j < pts.dim; ++j) {
+      const double diff = static_cast<double>(row[j]) - shift[j];
+      sum[j] += w * diff;
+      const double e = diff - centroid[j];
+      sq[j] += w * (e * e);
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+const KernelTable<T>& reference_table() {
+  static const KernelTable<T> table{"reference",      1,           &ref_packed_size<T>,
+                                    &ref_pack<T>,     &ref_assign<T>, &ref_sqdist<T>,
+                                    &ref_accumulate<T>};
+  return table;
+}
+
+template const KernelTable<float>& reference_table<float>();
+template const KernelTable<double>& reference_table<double>();
+
+}  // namespace flashkm::detail

@@ -1,0 +1,163 @@
+// Every compiled SIMD kernel against the scalar reference, on shapes around the vector widths.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "cpu/kernel_table.hpp"
+#include "testlib.hpp"
+
+namespace flashkm {
+namespace {
+
+using detail::KernelTable;
+using detail::PointsRef;
+
+constexpr std::size_t kDims[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129, 1000};
+// (N, K): 1, primes, K = N, K > N, none a multiple of any tile.
+constexpr std::pair<std::size_t, std::size_t> kShapes[] = {{1, 1}, {37, 5}, {101, 67}, {13, 13}, {50, 130}};
+
+template <class T>
+class KernelTest : public ::testing::Test {};
+using Types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(KernelTest, Types);
+
+// Aligned scratch for packed centroids.
+template <class T>
+struct Packed {
+  std::vector<T> storage;
+  T* data = nullptr;
+  Packed(const KernelTable<T>& t, const std::vector<double>& c, std::size_t k, std::size_t d)
+      : storage(t.packed_size(k, d) + 64 / sizeof(T)) {
+    auto addr = reinterpret_cast<std::uintptr_t>(storage.data());
+    data = reinterpret_cast<T*>((addr + 63) / 64 * 64);
+    t.pack_centroids(c.data(), k, d, data);
+  }
+};
+
+// Small-integer data: every product, sum and norm is exact, so each target must reproduce the
+// reference bit for bit -- labels (including the lowest-index tie rule; integer data has many
+// exact ties) and distances.
+TYPED_TEST(KernelTest, AssignAndDistancesMatchReferenceExactly) {
+  using T = TypeParam;
+  const auto& ref = detail::reference_table<T>();
+  std::uint64_t seed = 1;
+  for (const auto* table : detail::kernel_tables<T>()) {
+    for (std::size_t d : kDims) {
+      for (auto [n, k] : kShapes) {
+        SCOPED_TRACE(::testing::Message() << table->name << " d=" << d << " n=" << n << " k=" << k);
+        const std::size_t stride = d + (seed % 3);  // misaligned rows too
+        auto raw = testing::small_ints<T>(n, stride, seed++);
+        auto shift = testing::small_ints<T>(1, d, seed++, 3);
+        auto cint = testing::small_ints<double>(k, d, seed++, 6);
+        const PointsRef<T> pts{raw.data(), stride, d, shift.data()};
+        Packed<T> pr(ref, cint, k, d), pt(*table, cint, k, d);
+
+        std::vector<std::int32_t> lr(n, -1), lt(n, 7);
+        std::vector<T> dr(n), dt(n);
+        ref.assign_rows(pts, pr.data, k, 0, n, lr.data(), dr.data());
+        const std::size_t changed = table->assign_rows(pts, pt.data, k, 0, n, lt.data(), dt.data());
+        std::size_t expect_changed = 0;
+        for (auto l : lr) expect_changed += l != 7;
+        EXPECT_EQ(changed, expect_changed);
+        EXPECT_EQ(lt, lr);
+        EXPECT_EQ(dt, dr);
+
+        // A sub-range starting mid-way must leave the rest untouched.
+        if (n > 3) {
+          std::vector<std::int32_t> ls(n, -5);
+          std::vector<T> ds(n, T(-1));
+          table->assign_rows(pts, pt.data, k, 2, n - 1, ls.data(), ds.data());
+          EXPECT_EQ(ls[0], -5);
+          EXPECT_EQ(ls[n - 1], -5);
+          for (std::size_t i = 2; i + 1 < n; ++i) EXPECT_EQ(ls[i], lr[i]);
+        }
+
+        std::vector<T> sr(n * (k + 1), T(-3)), st(n * (k + 1), T(-3));
+        ref.sqdist_rows(pts, pr.data, k, 0, n, sr.data(), k + 1);
+        table->sqdist_rows(pts, pt.data, k, 0, n, st.data(), k + 1);
+        EXPECT_EQ(st, sr);
+        // Distances are the true squared distances (exact for integers).
+        for (std::size_t i = 0; i < n; ++i) {
+          for (std::size_t c = 0; c < k; ++c) {
+            double e = 0;
+            for (std::size_t j = 0; j < d; ++j) {
+              const double v = double(raw[i * stride + j]) - double(shift[j]) - cint[c * d + j];
+              e += v * v;
+            }
+            ASSERT_EQ(double(sr[i * (k + 1) + c]), e);
+          }
+          ASSERT_EQ(sr[i * (k + 1) + k], T(-3));  // the padding column is not written
+        }
+      }
+    }
+  }
+}
+
+// Random real-valued data: labels agree with the reference except at genuine near-ties.
+TYPED_TEST(KernelTest, AssignOnRealDataMatchesReferenceUpToTies) {
+  using T = TypeParam;
+  const auto& ref = detail::reference_table<T>();
+  std::uint64_t seed = 100;
+  for (const auto* table : detail::kernel_tables<T>()) {
+    for (std::size_t d : kDims) {
+      const std::size_t n = 301, k = 43;
+      SCOPED_TRACE(::testing::Message() << table->name << " d=" << d);
+      auto X = testing::blobs<T>(n, d, 7, seed++, 1.0, 0.0);
+      std::vector<T> shift(d, T(0));
+      auto C = testing::pick_rows(X, d, testing::distinct_ids(n, k, seed++));
+      const PointsRef<T> pts{X.data(), d, d, shift.data()};
+      Packed<T> pr(ref, C, k, d), pt(*table, C, k, d);
+      std::vector<std::int32_t> lr(n, -1), lt(n, -1);
+      std::vector<T> dr(n), dt(n);
+      ref.assign_rows(pts, pr.data, k, 0, n, lr.data(), dr.data());
+      table->assign_rows(pts, pt.data, k, 0, n, lt.data(), dt.data());
+      // float32 rounding of a d-term dot product: relative error well below 1e-4.
+      testing::expect_labels_match(X, d, C, lt, lr, sizeof(T) == 4 ? 1e-4 : 1e-12);
+      for (std::size_t i = 0; i < n; ++i) {
+        const double exact = testing::sqdist(&X[i * d], &C[lr[i] * d], d);
+        EXPECT_NEAR(double(dt[i]), exact, (sizeof(T) == 4 ? 1e-4 : 1e-10) * (exact + d));
+      }
+    }
+  }
+}
+
+// The update inner loop sums in a fixed order without FMAs: bitwise equal on every target.
+TYPED_TEST(KernelTest, AccumulateRunMatchesReferenceBitwise) {
+  using T = TypeParam;
+  const auto& ref = detail::reference_table<T>();
+  std::uint64_t seed = 500;
+  for (const auto* table : detail::kernel_tables<T>()) {
+    for (std::size_t d : kDims) {
+      SCOPED_TRACE(::testing::Message() << table->name << " d=" << d);
+      const std::size_t n = 97;
+      const std::size_t stride = d + 1;
+      auto X = testing::blobs<T>(n, stride, 3, seed++, 2.0, 50.0);
+      std::vector<T> shift_t(d);
+      std::vector<double> shift(d);
+      for (std::size_t j = 0; j < d; ++j) shift[j] = double(shift_t[j] = T(50.25));
+      const PointsRef<T> pts{X.data(), stride, d, shift_t.data()};
+      std::vector<std::uint32_t> idx;
+      std::mt19937 rng{static_cast<unsigned>(seed)};
+      for (std::uint32_t i = 0; i < n; ++i) {
+        if (rng() % 3) idx.push_back(i);
+      }
+      std::vector<double> w(n);
+      for (double& v : w) v = double(rng() % 1000) / 100.0;
+      std::vector<double> centroid(d);
+      for (double& v : centroid) v = double(rng() % 100) / 7.0;
+      for (const double* weights : {static_cast<const double*>(nullptr), static_cast<const double*>(w.data())}) {
+        std::vector<double> s1(d, 0.5), s2(d, 0.5), q1(d, 0.25), q2(d, 0.25);
+        double w1 = 1, w2 = 1;
+        ref.accumulate_run(pts, shift.data(), idx.data(), idx.size(), weights, centroid.data(), s1.data(), &w1, q1.data());
+        table->accumulate_run(pts, shift.data(), idx.data(), idx.size(), weights, centroid.data(), s2.data(), &w2, q2.data());
+        EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), d * sizeof(double)));
+        EXPECT_EQ(0, std::memcmp(q1.data(), q2.data(), d * sizeof(double)));
+        EXPECT_EQ(w1, w2);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace flashkm

@@ -1,0 +1,198 @@
+// Test helpers: random data, a float64 textbook Lloyd, tie-aware label comparison.
+#include "testlib.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+namespace flashkm::testing {
+
+template <class T>
+std::vector<T> blobs(std::size_t n, std::size_t d, std::size_t k, std::uint64_t seed, double spread,
+                     double offset) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::vector<double> centres(k * d);
+  for (double& v : centres) v = spread * g(rng);
+  std::uniform_int_distribution<std::size_t> pick(0, k - 1);
+  std::vector<T> X(n * d);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = pick(rng);
+    for (std::size_t j = 0; j < d; ++j) X[i * d + j] = static_cast<T>(offset + centres[c * d + j] + g(rng));
+  }
+  return X;
+}
+
+template <class T>
+std::vector<T> small_ints(std::size_t n, std::size_t d, std::uint64_t seed, int range) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> u(-range, range);
+  std::vector<T> X(n * d);
+  for (T& v : X) v = static_cast<T>(u(rng));
+  return X;
+}
+
+template <class T>
+std::vector<double> pick_rows(const std::vector<T>& X, std::size_t d, const std::vector<std::size_t>& ids) {
+  std::vector<double> C(ids.size() * d);
+  for (std::size_t c = 0; c < ids.size(); ++c) {
+    for (std::size_t j = 0; j < d; ++j) C[c * d + j] = static_cast<double>(X[ids[c] * d + j]);
+  }
+  return C;
+}
+
+std::vector<std::size_t> distinct_ids(std::size_t n, std::size_t k, std::uint64_t seed) {
+  std::vector<std::size_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  ids.resize(k);
+  return ids;
+}
+
+template <class T, class U>
+double sqdist(const T* x, const U* c, std::size_t d) {
+  double s = 0;
+  for (std::size_t j = 0; j < d; ++j) {
+    const double e = static_cast<double>(x[j]) - static_cast<double>(c[j]);
+    s += e * e;
+  }
+  return s;
+}
+
+template <class T>
+double mean_variance(const std::vector<T>& X, std::size_t n, std::size_t d) {
+  double total = 0;
+  for (std::size_t j = 0; j < d; ++j) {
+    double m = 0;
+    for (std::size_t i = 0; i < n; ++i) m += static_cast<double>(X[i * d + j]);
+    m /= static_cast<double>(n);
+    double v = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double e = static_cast<double>(X[i * d + j]) - m;
+      v += e * e;
+    }
+    total += v / static_cast<double>(n);
+  }
+  return total / static_cast<double>(d);
+}
+
+template <class T>
+RefLloyd reference_lloyd(const std::vector<T>& X, std::size_t n, std::size_t d,
+                         std::vector<double> C, std::size_t k, int max_iter, double tol_abs,
+                         const std::vector<double>& weights) {
+  auto w = [&](std::size_t i) { return weights.empty() ? 1.0 : weights[i]; };
+  RefLloyd out;
+  std::vector<std::int32_t> labels(n, -1);
+  std::vector<double> dist(n);
+  auto assign = [&](const std::vector<double>& cent) {
+    std::size_t changed = 0;
+    double inertia = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      double best = std::numeric_limits<double>::infinity();
+      std::int32_t arg = 0;
+      for (std::size_t c = 0; c < k; ++c) {
+        const double s = sqdist(&X[i * d], &cent[c * d], d);
+        if (s < best) {
+          best = s;
+          arg = static_cast<std::int32_t>(c);
+        }
+      }
+      changed += labels[i] != arg;
+      labels[i] = arg;
+      dist[i] = best;
+      inertia += w(i) * best;
+    }
+    return std::pair{changed, inertia};
+  };
+  bool final_needed = true;
+  for (int it = 1; it <= max_iter; ++it) {
+    const auto [changed, inertia] = assign(C);
+    out.n_iter = it;
+    out.inertia = inertia;
+    std::vector<double> sums(k * d, 0.0), ws(k, 0.0), next(k * d);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < d; ++j) sums[labels[i] * d + j] += w(i) * static_cast<double>(X[i * d + j]);
+      ws[labels[i]] += w(i);
+    }
+    std::vector<char> fixed(k, 0);
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return dist[a] > dist[b]; });
+    std::size_t next_cand = 0;
+    for (std::size_t c = 0; c < k; ++c) {
+      if (ws[c] != 0.0) continue;
+      while (next_cand < n) {
+        const std::size_t p = order[next_cand++];
+        const std::size_t donor = labels[p];
+        if (fixed[donor] || (w(p) > 0 && !(ws[donor] - w(p) > 0))) continue;
+        for (std::size_t j = 0; j < d; ++j) {
+          sums[donor * d + j] -= w(p) * static_cast<double>(X[p * d + j]);
+          next[c * d + j] = static_cast<double>(X[p * d + j]);
+        }
+        ws[donor] -= w(p);
+        fixed[c] = 1;
+        break;
+      }
+    }
+    double shift = 0;
+    for (std::size_t c = 0; c < k; ++c) {
+      for (std::size_t j = 0; j < d; ++j) {
+        if (!fixed[c]) next[c * d + j] = ws[c] > 0 ? sums[c * d + j] / ws[c] : C[c * d + j];
+        const double e = next[c * d + j] - C[c * d + j];
+        shift += e * e;
+      }
+    }
+    if (it > 1 && changed == 0) {
+      final_needed = false;
+      break;
+    }
+    C = next;
+    if (shift <= tol_abs) break;
+  }
+  if (final_needed) out.inertia = assign(C).second;
+  out.centroids = C;
+  out.labels = labels;
+  return out;
+}
+
+template <class T, class U>
+std::size_t expect_labels_match(const std::vector<T>& X, std::size_t d, const std::vector<U>& C,
+                                const std::vector<std::int32_t>& got,
+                                const std::vector<std::int32_t>& want, double rel_tie) {
+  std::size_t ties = 0;
+  EXPECT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    const double a = sqdist(&X[i * d], &C[got[i] * d], d);
+    const double b = sqdist(&X[i * d], &C[want[i] * d], d);
+    const bool tie = std::abs(a - b) <= rel_tie * std::max({a, b, 1e-30});
+    EXPECT_TRUE(tie) << "point " << i << ": label " << got[i] << " (d=" << a << ") vs reference "
+                     << want[i] << " (d=" << b << ")";
+    ties += tie;
+  }
+  return ties;
+}
+
+template std::vector<float> blobs<float>(std::size_t, std::size_t, std::size_t, std::uint64_t, double, double);
+template std::vector<double> blobs<double>(std::size_t, std::size_t, std::size_t, std::uint64_t, double, double);
+template std::vector<float> small_ints<float>(std::size_t, std::size_t, std::uint64_t, int);
+template std::vector<double> small_ints<double>(std::size_t, std::size_t, std::uint64_t, int);
+template std::vector<double> pick_rows<float>(const std::vector<float>&, std::size_t, const std::vector<std::size_t>&);
+template std::vector<double> pick_rows<double>(const std::vector<double>&, std::size_t, const std::vector<std::size_t>&);
+template RefLloyd reference_lloyd<float>(const std::vector<float>&, std::size_t, std::size_t, std::vector<double>, std::size_t, int, double, const std::vector<double>&);
+template RefLloyd reference_lloyd<double>(const std::vector<double>&, std::size_t, std::size_t, std::vector<double>, std::size_t, int, double, const std::vector<double>&);
+template double mean_variance<float>(const std::vector<float>&, std::size_t, std::size_t);
+template double mean_variance<double>(const std::vector<double>&, std::size_t, std::size_t);
+template double sqdist<float, double>(const float*, const double*, std::size_t);
+template double sqdist<double, double>(const double*, const double*, std::size_t);
+template double sqdist<float, float>(const float*, const float*, std::size_t);
+template std::size_t expect_labels_match<float, double>(const std::vector<float>&, std::size_t, const std::vector<double>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double);
+template std::size_t expect_labels_match<double, double>(const std::vector<double>&, std::size_t, const std::vector<double>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double);
+template std::size_t expect_labels_match<float, float>(const std::vector<float>&, std::size_t, const std::vector<float>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double);
+
+}  // namespace flashkm::testing

@@ -1,0 +1,61 @@
+// Test helpers: random data sets and a float64 textbook Lloyd to compare flashkm against.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "flashkm/flashkm.hpp"
+
+namespace flashkm::testing {
+
+/// n x d values drawn as `k` Gaussian blobs (centres ~ N(0, spread^2), unit noise) plus a
+/// common offset, in type T.
+template <class T>
+std::vector<T> blobs(std::size_t n, std::size_t d, std::size_t k, std::uint64_t seed,
+                     double spread = 4.0, double offset = 0.0);
+
+/// n x d small integers in [-range, range]: every product and sum of a kernel is exact in
+/// float32, so SIMD and reference kernels must agree bit for bit.
+template <class T>
+std::vector<T> small_ints(std::size_t n, std::size_t d, std::uint64_t seed, int range = 8);
+
+/// Rows `ids` of X (n x d) as a K x d float64 matrix.
+template <class T>
+std::vector<double> pick_rows(const std::vector<T>& X, std::size_t d, const std::vector<std::size_t>& ids);
+
+/// k distinct row indices in [0, n).
+std::vector<std::size_t> distinct_ids(std::size_t n, std::size_t k, std::uint64_t seed);
+
+struct RefLloyd {
+  std::vector<double> centroids;
+  std::vector<std::int32_t> labels;
+  double inertia = 0;
+  int n_iter = 0;
+};
+
+/// Textbook Lloyd in float64 with flashkm's documented semantics (strict convergence returns
+/// the centroids that produced the labels; tolerance / max_iter end with a final assignment;
+/// empty clusters go to the farthest points). Ties go to the lowest index.
+template <class T>
+RefLloyd reference_lloyd(const std::vector<T>& X, std::size_t n, std::size_t d,
+                         std::vector<double> centroids, std::size_t k, int max_iter, double tol_abs,
+                         const std::vector<double>& weights = {});
+
+/// Mean over features of the variance of each column (scikit-learn's tol scale).
+template <class T>
+double mean_variance(const std::vector<T>& X, std::size_t n, std::size_t d);
+
+/// Squared float64 distance between row `i` of X and row `c` of C.
+template <class T, class U>
+double sqdist(const T* x, const U* c, std::size_t d);
+
+/// Checks labels against the float64 reference: equal, except where the two candidate
+/// centroids are a genuine tie (float64 distances within rel_tie of each other). Returns the
+/// number of accepted ties; fails the current test on any other mismatch.
+template <class T, class U>
+std::size_t expect_labels_match(const std::vector<T>& X, std::size_t d, const std::vector<U>& C,
+                                const std::vector<std::int32_t>& got,
+                                const std::vector<std::int32_t>& want, double rel_tie);
+
+}  // namespace flashkm::testing
