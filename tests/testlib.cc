@@ -64,6 +64,23 @@ double sqdist(const T* x, const U* c, std::size_t d) {
   return s;
 }
 
+template <class T, class U>
+std::vector<std::int32_t> nearest(const std::vector<T>& X, std::size_t n, std::size_t d,
+                                  const std::vector<U>& C, std::size_t k) {
+  std::vector<std::int32_t> labels(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double best = std::numeric_limits<double>::infinity();
+    for (std::size_t c = 0; c < k; ++c) {
+      const double s = sqdist(&X[i * d], &C[c * d], d);
+      if (s < best) {
+        best = s;
+        labels[i] = static_cast<std::int32_t>(c);
+      }
+    }
+  }
+  return labels;
+}
+
 template <class T>
 double mean_variance(const std::vector<T>& X, std::size_t n, std::size_t d) {
   double total = 0;
@@ -84,7 +101,7 @@ double mean_variance(const std::vector<T>& X, std::size_t n, std::size_t d) {
 template <class T>
 RefLloyd reference_lloyd(const std::vector<T>& X, std::size_t n, std::size_t d,
                          std::vector<double> C, std::size_t k, int max_iter, double tol_abs,
-                         const std::vector<double>& weights) {
+                         const std::vector<double>& weights, double zero_dist) {
   auto w = [&](std::size_t i) { return weights.empty() ? 1.0 : weights[i]; };
   RefLloyd out;
   std::vector<std::int32_t> labels(n, -1);
@@ -123,10 +140,10 @@ RefLloyd reference_lloyd(const std::vector<T>& X, std::size_t n, std::size_t d,
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return dist[a] > dist[b]; });
-    std::size_t next_cand = 0;
+    std::size_t next_cand = 0, relocated = 0;
     for (std::size_t c = 0; c < k; ++c) {
       if (ws[c] != 0.0) continue;
-      while (next_cand < n) {
+      while (next_cand < n && dist[order[next_cand]] > zero_dist) {
         const std::size_t p = order[next_cand++];
         const std::size_t donor = labels[p];
         if (fixed[donor] || (w(p) > 0 && !(ws[donor] - w(p) > 0))) continue;
@@ -136,6 +153,7 @@ RefLloyd reference_lloyd(const std::vector<T>& X, std::size_t n, std::size_t d,
         }
         ws[donor] -= w(p);
         fixed[c] = 1;
+        ++relocated;
         break;
       }
     }
@@ -147,7 +165,7 @@ RefLloyd reference_lloyd(const std::vector<T>& X, std::size_t n, std::size_t d,
         shift += e * e;
       }
     }
-    if (it > 1 && changed == 0) {
+    if (it > 1 && changed == 0 && relocated == 0) {
       final_needed = false;
       break;
     }
@@ -163,14 +181,15 @@ RefLloyd reference_lloyd(const std::vector<T>& X, std::size_t n, std::size_t d,
 template <class T, class U>
 std::size_t expect_labels_match(const std::vector<T>& X, std::size_t d, const std::vector<U>& C,
                                 const std::vector<std::int32_t>& got,
-                                const std::vector<std::int32_t>& want, double rel_tie) {
+                                const std::vector<std::int32_t>& want, double rel_tie,
+                                double abs_tie) {
   std::size_t ties = 0;
   EXPECT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
     if (got[i] == want[i]) continue;
     const double a = sqdist(&X[i * d], &C[got[i] * d], d);
     const double b = sqdist(&X[i * d], &C[want[i] * d], d);
-    const bool tie = std::abs(a - b) <= rel_tie * std::max({a, b, 1e-30});
+    const bool tie = std::abs(a - b) <= rel_tie * std::max(a, b) + abs_tie;
     EXPECT_TRUE(tie) << "point " << i << ": label " << got[i] << " (d=" << a << ") vs reference "
                      << want[i] << " (d=" << b << ")";
     ties += tie;
@@ -184,15 +203,18 @@ template std::vector<float> small_ints<float>(std::size_t, std::size_t, std::uin
 template std::vector<double> small_ints<double>(std::size_t, std::size_t, std::uint64_t, int);
 template std::vector<double> pick_rows<float>(const std::vector<float>&, std::size_t, const std::vector<std::size_t>&);
 template std::vector<double> pick_rows<double>(const std::vector<double>&, std::size_t, const std::vector<std::size_t>&);
-template RefLloyd reference_lloyd<float>(const std::vector<float>&, std::size_t, std::size_t, std::vector<double>, std::size_t, int, double, const std::vector<double>&);
-template RefLloyd reference_lloyd<double>(const std::vector<double>&, std::size_t, std::size_t, std::vector<double>, std::size_t, int, double, const std::vector<double>&);
+template RefLloyd reference_lloyd<float>(const std::vector<float>&, std::size_t, std::size_t, std::vector<double>, std::size_t, int, double, const std::vector<double>&, double);
+template RefLloyd reference_lloyd<double>(const std::vector<double>&, std::size_t, std::size_t, std::vector<double>, std::size_t, int, double, const std::vector<double>&, double);
+template std::vector<std::int32_t> nearest<float, float>(const std::vector<float>&, std::size_t, std::size_t, const std::vector<float>&, std::size_t);
+template std::vector<std::int32_t> nearest<double, double>(const std::vector<double>&, std::size_t, std::size_t, const std::vector<double>&, std::size_t);
+template std::vector<std::int32_t> nearest<float, double>(const std::vector<float>&, std::size_t, std::size_t, const std::vector<double>&, std::size_t);
 template double mean_variance<float>(const std::vector<float>&, std::size_t, std::size_t);
 template double mean_variance<double>(const std::vector<double>&, std::size_t, std::size_t);
 template double sqdist<float, double>(const float*, const double*, std::size_t);
 template double sqdist<double, double>(const double*, const double*, std::size_t);
 template double sqdist<float, float>(const float*, const float*, std::size_t);
-template std::size_t expect_labels_match<float, double>(const std::vector<float>&, std::size_t, const std::vector<double>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double);
-template std::size_t expect_labels_match<double, double>(const std::vector<double>&, std::size_t, const std::vector<double>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double);
-template std::size_t expect_labels_match<float, float>(const std::vector<float>&, std::size_t, const std::vector<float>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double);
+template std::size_t expect_labels_match<float, double>(const std::vector<float>&, std::size_t, const std::vector<double>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double, double);
+template std::size_t expect_labels_match<double, double>(const std::vector<double>&, std::size_t, const std::vector<double>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double, double);
+template std::size_t expect_labels_match<float, float>(const std::vector<float>&, std::size_t, const std::vector<float>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double, double);
 
 }  // namespace flashkm::testing

@@ -40,7 +40,12 @@ struct RefLloyd {
 template <class T>
 RefLloyd reference_lloyd(const std::vector<T>& X, std::size_t n, std::size_t d,
                          std::vector<double> centroids, std::size_t k, int max_iter, double tol_abs,
-                         const std::vector<double>& weights = {});
+                         const std::vector<double>& weights = {}, double zero_dist = 0.0);
+
+/// Nearest centroid of every row in float64 (ties: lowest index).
+template <class T, class U>
+std::vector<std::int32_t> nearest(const std::vector<T>& X, std::size_t n, std::size_t d,
+                                  const std::vector<U>& C, std::size_t k);
 
 /// Mean over features of the variance of each column (scikit-learn's tol scale).
 template <class T>
@@ -51,11 +56,12 @@ template <class T, class U>
 double sqdist(const T* x, const U* c, std::size_t d);
 
 /// Checks labels against the float64 reference: equal, except where the two candidate
-/// centroids are a genuine tie (float64 distances within rel_tie of each other). Returns the
+/// centroids are a genuine tie (float64 distances within rel_tie * max + abs_tie). Returns the
 /// number of accepted ties; fails the current test on any other mismatch.
 template <class T, class U>
 std::size_t expect_labels_match(const std::vector<T>& X, std::size_t d, const std::vector<U>& C,
                                 const std::vector<std::int32_t>& got,
-                                const std::vector<std::int32_t>& want, double rel_tie);
+                                const std::vector<std::int32_t>& want, double rel_tie,
+                                double abs_tie = 0.0);
 
 }  // namespace flashkm::testing

@@ -70,7 +70,11 @@ KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
   detail::check_weights(options.sample_weight, X.rows);
   auto engine = detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target);
   const std::size_t k = options.n_clusters;
-  const double tol_abs = options.tol > 0 ? options.tol * engine->mean_variance() : 0.0;
+  const double mean_var = engine->mean_variance();
+  const double tol_abs = options.tol * mean_var;
+  // Squared distances below rounding noise of the data's total variance are duplicates.
+  const double zero_dist =
+      16 * std::numeric_limits<T>::epsilon() * mean_var * static_cast<double>(X.cols);
 
   KMeansResult<T> result;
   result.n_clusters = k;
@@ -86,7 +90,7 @@ KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
       case InitMethod::kRandom: c0 = detail::init_random(*engine, k, rng); break;
       case InitMethod::kExplicit: c0 = centred_copy(*engine, options.init_centroids); break;
     }
-    detail::LloydRun run = detail::run_lloyd(*engine, std::move(c0), k, options, tol_abs, r, result.history);
+    detail::LloydRun run = detail::run_lloyd(*engine, std::move(c0), k, options, tol_abs, zero_dist, r, result.history);
     if (r == 0 || run.inertia < best.inertia) {
       best = std::move(run);
       result.best_init = r;

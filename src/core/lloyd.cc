@@ -11,11 +11,14 @@ namespace {
 // Moves each empty cluster (zero total weight) to one of the points farthest from their
 // centroid, as scikit-learn does: farthest first (ties: lowest point index), the point's weight
 // and coordinates leave its old cluster. A point is not taken from a cluster it would empty.
+// Points within `zero_dist` of their centroid are not candidates: a centroid there would
+// duplicate one that already exists (up to rounding), lose every tie and empty again.
 // Deterministic: depends only on dist, labels and the sums. Returns how many were relocated.
 template <class T>
 std::size_t relocate_empty(Engine<T>& engine, const std::int32_t* labels, const T* dist,
                            std::size_t k, std::vector<double>& sums, std::vector<double>& wsums,
-                           std::vector<double>& fixed_centroids, std::vector<char>& is_fixed) {
+                           std::vector<double>& fixed_centroids, std::vector<char>& is_fixed,
+                           double zero_dist) {
   const std::size_t n = engine.rows();
   const std::size_t dim = engine.cols();
   const double* w = engine.weights();
@@ -43,7 +46,7 @@ std::size_t relocate_empty(Engine<T>& engine, const std::int32_t* labels, const 
         std::sort(order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), farther);
         sorted = n;
       }
-      if (next == n) break;
+      if (next == n || !(static_cast<double>(dist[order[next]]) > zero_dist)) break;
       const std::size_t p = order[next++];
       const std::size_t donor = static_cast<std::size_t>(labels[p]);
       const double wp = w ? w[p] : 1.0;
@@ -64,7 +67,7 @@ std::size_t relocate_empty(Engine<T>& engine, const std::int32_t* labels, const 
 
 template <class T>
 LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t k,
-                   const KMeansOptions& options, double tol_abs, int init_run,
+                   const KMeansOptions& options, double tol_abs, double zero_dist, int init_run,
                    std::vector<IterationStats>& history) {
   using Clock = std::chrono::steady_clock;
   const std::size_t n = engine.rows();
@@ -83,7 +86,7 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
     const double inertia = engine.update(run.labels.data(), centroids.data(), k, sums.data(), wsums.data());
     std::fill(is_fixed.begin(), is_fixed.end(), 0);
     const std::size_t relocated =
-        relocate_empty(engine, run.labels.data(), dist.data(), k, sums, wsums, fixed, is_fixed);
+        relocate_empty(engine, run.labels.data(), dist.data(), k, sums, wsums, fixed, is_fixed, zero_dist);
     double shift = 0;
     for (std::size_t c = 0; c < k; ++c) {
       for (std::size_t j = 0; j < dim; ++j) {
@@ -108,8 +111,9 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
     run.inertia = inertia;
     const bool keep_going = !options.callback || options.callback(stats);
 
-    if (it > 1 && changed == 0) {
+    if (it > 1 && changed == 0 && relocated == 0) {
       // Strict convergence: these labels are the assignment of `centroids`, which we keep.
+      // An iteration that relocated empty clusters moved centroids, so it is not converged.
       run.stop = StopReason::kStrict;
       final_assign_needed = false;
       break;
@@ -136,8 +140,8 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
 }
 
 template LloydRun run_lloyd<float>(Engine<float>&, std::vector<double>, std::size_t,
-                                   const KMeansOptions&, double, int, std::vector<IterationStats>&);
+                                   const KMeansOptions&, double, double, int, std::vector<IterationStats>&);
 template LloydRun run_lloyd<double>(Engine<double>&, std::vector<double>, std::size_t,
-                                    const KMeansOptions&, double, int, std::vector<IterationStats>&);
+                                    const KMeansOptions&, double, double, int, std::vector<IterationStats>&);
 
 }  // namespace flashkm::detail

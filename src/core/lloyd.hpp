@@ -20,10 +20,11 @@ struct LloydRun {
 
 /// Runs Lloyd iterations from `centroids` (centred) until tolerance, strict convergence,
 /// max_iter or the callback stops it. The returned labels and inertia are those of the
-/// returned centroids. `tol_abs` is tol times the mean feature variance of X.
+/// returned centroids. `tol_abs` is tol times the mean feature variance of X; squared
+/// distances up to `zero_dist` count as zero when choosing points for empty clusters.
 template <class T>
 LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t k,
-                   const KMeansOptions& options, double tol_abs, int init_run,
+                   const KMeansOptions& options, double tol_abs, double zero_dist, int init_run,
                    std::vector<IterationStats>& history);
 
 }  // namespace flashkm::detail

@@ -263,34 +263,77 @@ HWY_INLINE hn::Vec<DF> LoadAsF64(DF df, const T* p) {
   }
 }
 
+// Sums of one run of points over the feature range [j0, j0 + u*L), u <= kUpd vectors, with the
+// accumulators in registers for the whole run (no load/store chains through memory).
+constexpr std::size_t kUpd = 4;
+
+template <class T>
+HWY_INLINE void AccumulateChunk(const PointsRef<T>& pts, const double* HWY_RESTRICT shift,
+                                const std::uint32_t* HWY_RESTRICT idx, std::size_t n,
+                                const double* HWY_RESTRICT weights,
+                                const double* HWY_RESTRICT centroid, std::size_t j0, std::size_t u,
+                                double* HWY_RESTRICT sum, double* HWY_RESTRICT sq, bool prefetch) {
+  using DF = Tag<double>;
+  using V = hn::Vec<DF>;
+  const DF df;
+  const std::size_t L = hn::Lanes(df);
+  V s[kUpd], q[kUpd], sh[kUpd], c[kUpd];
+#pragma GCC unroll 4
+  for (std::size_t v = 0; v < kUpd; ++v) {
+    if (v >= u) break;
+    s[v] = hn::LoadU(df, sum + j0 + v * L);
+    q[v] = hn::LoadU(df, sq + j0 + v * L);
+    sh[v] = hn::LoadU(df, shift + j0 + v * L);
+    c[v] = hn::LoadU(df, centroid + j0 + v * L);
+  }
+  // Rows are gathered in cluster order, which the hardware prefetcher cannot guess: on the
+  // first pass over a run, prefetch whole rows a few points ahead.
+  constexpr std::size_t kAhead = 12;
+  const std::size_t row_bytes = pts.dim * sizeof(T);
+  for (std::size_t t = 0; t < n; ++t) {
+    if (prefetch && t + kAhead < n) {
+      const char* ahead = reinterpret_cast<const char*>(pts.x + idx[t + kAhead] * pts.stride);
+      for (std::size_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
+    }
+    const T* row = pts.x + idx[t] * pts.stride + j0;
+    const V w = hn::Set(df, weights ? weights[idx[t]] : 1.0);
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < kUpd; ++v) {
+      if (v >= u) break;
+      const V diff = hn::Sub(LoadAsF64(df, row + v * L), sh[v]);
+      s[v] = hn::Add(s[v], hn::Mul(w, diff));
+      const V e = hn::Sub(diff, c[v]);
+      q[v] = hn::Add(q[v], hn::Mul(w, hn::Mul(e, e)));
+    }
+  }
+#pragma GCC unroll 4
+  for (std::size_t v = 0; v < kUpd; ++v) {
+    if (v >= u) break;
+    hn::StoreU(s[v], df, sum + j0 + v * L);
+    hn::StoreU(q[v], df, sq + j0 + v * L);
+  }
+}
+
 template <class T>
 void AccumulateRun(const PointsRef<T>& pts, const double* shift, const std::uint32_t* idx,
                    std::size_t n, const double* weights, const double* centroid, double* sum,
                    double* wsum, double* sq) {
-  const Tag<double> df;
-  const std::size_t L = hn::Lanes(df);
+  const std::size_t L = hn::Lanes(Tag<double>());
   const std::size_t dim = pts.dim;
-  // Rows are gathered in cluster order, so the hardware prefetcher cannot guess them:
-  // prefetch the start of the row a few points ahead.
-  constexpr std::size_t kAhead = 8;
+  const std::size_t vec_dims = dim / L * L;
+  double ws = *wsum;
+  for (std::size_t t = 0; t < n; ++t) ws += weights ? weights[idx[t]] : 1.0;
+  *wsum = ws;
+  // Feature chunks of kUpd vectors; the first pass brings the run's rows into cache.
+  for (std::size_t j0 = 0; j0 < vec_dims; j0 += kUpd * L) {
+    const std::size_t u = std::min(kUpd, (vec_dims - j0) / L);
+    AccumulateChunk(pts, shift, idx, n, weights, centroid, j0, u, sum, sq, j0 == 0);
+  }
+  // The last dim % L features, point by point with the same arithmetic as the vector lanes.
   for (std::size_t t = 0; t < n; ++t) {
-    if (t + kAhead < n) {
-      const char* ahead = reinterpret_cast<const char*>(pts.x + idx[t + kAhead] * pts.stride);
-      hwy::Prefetch(ahead);
-      hwy::Prefetch(ahead + 64);
-    }
     const T* row = pts.x + idx[t] * pts.stride;
     const double w = weights ? weights[idx[t]] : 1.0;
-    *wsum += w;
-    const auto vw = hn::Set(df, w);
-    std::size_t j = 0;
-    for (; j + L <= dim; j += L) {
-      const auto diff = hn::Sub(LoadAsF64(df, row + j), hn::LoadU(df, shift + j));
-      hn::StoreU(hn::Add(hn::LoadU(df, sum + j), hn::Mul(vw, diff)), df, sum + j);
-      const auto e = hn::Sub(diff, hn::LoadU(df, centroid + j));
-      hn::StoreU(hn::Add(hn::LoadU(df, sq + j), hn::Mul(vw, hn::Mul(e, e))), df, sq + j);
-    }
-    for (; j < dim; ++j) {
+    for (std::size_t j = vec_dims; j < dim; ++j) {
       const double diff = static_cast<double>(row[j]) - shift[j];
       sum[j] += w * diff;
       const double e = diff - centroid[j];

@@ -1,0 +1,131 @@
+// Kernel benchmarks with the machine's ceilings measured in the same run:
+//   ceiling/sgemm_4096   OpenBLAS sgemm 4096^3 (compute ceiling for f32 FlashAssign)
+//   ceiling/read_bw      streaming read of an N x D float32 array (ceiling of the update)
+//   assign/N/D/K         FlashAssign, f32, GFLOP/s = 2NDK / time
+//   update/N/D/K         Sort-Inverse Update, GB/s of X streamed
+//   iteration/N/D/K      one whole Lloyd iteration (assign + update), time
+// Run with --benchmark_repetitions=5 --benchmark_report_aggregates_only=true for medians.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "cpu/cpu_engine.hpp"
+
+#ifdef FLASHKM_BENCH_HAVE_CBLAS
+extern "C" void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*,
+                            int, float, float*, int);
+#endif
+
+namespace {
+
+struct Problem {
+  std::size_t n, d, k;
+  std::vector<float> X;
+  std::vector<double> C;
+  std::unique_ptr<flashkm::detail::Engine<float>> engine;
+  std::vector<std::int32_t> labels;
+  std::vector<float> dist;
+  std::vector<double> sums, wsums;
+
+  Problem(std::size_t n_, std::size_t d_, std::size_t k_) : n(n_), d(d_), k(k_), X(n_ * d_) {
+    std::mt19937_64 rng(42);
+    std::normal_distribution<float> g;
+    for (float& v : X) v = g(rng);
+    engine = flashkm::detail::make_cpu_engine<float>({X.data(), n, d}, {}, 0, "");
+    C.resize(k * d);
+    std::vector<double> row(d);
+    for (std::size_t c = 0; c < k; ++c) {
+      engine->row_centred((c * 7919) % n, row.data());
+      std::copy(row.begin(), row.end(), C.begin() + static_cast<std::ptrdiff_t>(c * d));
+    }
+    engine->set_centroids(C.data(), k);
+    labels.assign(n, -1);
+    dist.resize(n);
+    sums.resize(k * d);
+    wsums.resize(k);
+    engine->assign(labels.data(), dist.data());
+  }
+};
+
+Problem& problem(std::size_t n, std::size_t d, std::size_t k) {
+  static std::unique_ptr<Problem> p;
+  if (!p || p->n != n || p->d != d || p->k != k) {
+    p.reset();
+    p = std::make_unique<Problem>(n, d, k);
+  }
+  return *p;
+}
+
+void Assign(benchmark::State& st) {
+  auto& p = problem(st.range(0), st.range(1), st.range(2));
+  for (auto _ : st) {
+    p.engine->set_centroids(p.C.data(), p.k);
+    benchmark::DoNotOptimize(p.engine->assign(p.labels.data(), p.dist.data()));
+  }
+  const double flops = 2.0 * double(p.n) * double(p.d) * double(p.k);
+  st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(p.engine->target());
+}
+
+void Update(benchmark::State& st) {
+  auto& p = problem(st.range(0), st.range(1), st.range(2));
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(p.engine->update(p.labels.data(), p.C.data(), p.k, p.sums.data(), p.wsums.data()));
+  }
+  st.counters["GBps"] = benchmark::Counter(double(p.n * p.d * sizeof(float)) * 1e-9,
+                                           benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void Iteration(benchmark::State& st) {
+  auto& p = problem(st.range(0), st.range(1), st.range(2));
+  for (auto _ : st) {
+    p.engine->set_centroids(p.C.data(), p.k);
+    p.engine->assign(p.labels.data(), p.dist.data());
+    benchmark::DoNotOptimize(p.engine->update(p.labels.data(), p.C.data(), p.k, p.sums.data(), p.wsums.data()));
+  }
+  const double flops = 2.0 * double(p.n) * double(p.d) * double(p.k);
+  st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void ReadBandwidth(benchmark::State& st) {
+  auto& p = problem(st.range(0), st.range(1), st.range(2));
+  const std::size_t total = p.X.size();
+  for (auto _ : st) {
+    float s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (std::size_t i = 0; i < total; i += 16) {
+      for (std::size_t j = 0; j < 16 && i + j < total; ++j) s += p.X[i + j];
+    }
+    benchmark::DoNotOptimize(s);
+  }
+  st.counters["GBps"] = benchmark::Counter(double(total * sizeof(float)) * 1e-9,
+                                           benchmark::Counter::kIsIterationInvariantRate);
+}
+
+#ifdef FLASHKM_BENCH_HAVE_CBLAS
+void Sgemm(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  std::vector<float> a(std::size_t(n) * n, 0.5f), b(std::size_t(n) * n, 0.25f), c(std::size_t(n) * n);
+  for (auto _ : st) {
+    // RowMajor=101, NoTrans=111.
+    cblas_sgemm(101, 111, 111, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  st.counters["GFLOPs"] = benchmark::Counter(2.0 * n * double(n) * n * 1e-9,
+                                             benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(Sgemm)->Name("ceiling/sgemm")->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
+BENCHMARK(ReadBandwidth)->Name("ceiling/read_bw")->Args({1000000, 128, 16})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(Assign)->Name("assign")->Args({100000, 128, 1024})->Args({1000000, 32, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(Update)->Name("update")->Args({1000000, 128, 1024})->Args({1000000, 32, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(Iteration)->Name("iteration")->Args({100000, 128, 1024})->Args({1000000, 32, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
