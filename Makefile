@@ -1,0 +1,52 @@
+# flashkm front door. `make demo` and `make test` set up a fresh Debian machine themselves.
+JOBS ?= $(shell nproc)
+BUILD := build
+CMAKE_COMMON := -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+ARCHER := /usr/lib/llvm-14/lib/libarcher.so
+
+.PHONY: all deps build demo test test-release test-asan test-tsan bench clean
+
+all: build
+
+deps:
+	@bash tools/install-deps.sh
+
+# The shipped build: baseline x86-64, kernels dispatched at run time (no -march=native).
+$(BUILD)/release/Makefile: CMakeLists.txt | deps
+	cmake -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=Release $(CMAKE_COMMON)
+
+build: deps $(BUILD)/release/Makefile
+	cmake --build $(BUILD)/release -j $(JOBS)
+
+demo: build
+	$(BUILD)/release/examples/flashkm_demo
+
+test: test-release test-asan test-tsan
+
+test-release: build
+	cd $(BUILD)/release && ctest --output-on-failure -j $(JOBS)
+
+# Every unit test under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHKM_BUILD_BENCH=OFF \
+	  -DFLASHKM_BUILD_EXAMPLES=OFF $(CMAKE_COMMON) \
+	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+	cmake --build $(BUILD)/asan -j $(JOBS)
+	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+
+# The tests that run the engine on several threads (fit and determinism; the default is all
+# cores) under ThreadSanitizer. clang + LLVM's OpenMP runtime with its archer tool,
+# which tells TSan about OpenMP's synchronisation (libgomp would report false races).
+test-tsan: deps
+	CXX=clang++ cmake -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHKM_BUILD_BENCH=OFF \
+	  -DFLASHKM_BUILD_EXAMPLES=OFF $(CMAKE_COMMON) -DCMAKE_CXX_FLAGS="-fsanitize=thread"
+	cmake --build $(BUILD)/tsan -j $(JOBS)
+	cd $(BUILD)/tsan && OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
+	  ctest --output-on-failure -R '^(determinism|fit)\.' -j $(JOBS)
+
+# Kernel benchmarks with the machine's ceilings measured in the same run (medians of 5).
+bench: build
+	$(BUILD)/release/bench/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages flashkm needs, only those missing (used by `make demo` / `make test`).
+set -euo pipefail
+packages=(
+  cmake make g++ pkg-config       # build
+  libhwy-dev                      # Google Highway: SIMD kernels with run-time dispatch
+  libomp-14-dev clang             # OpenMP for clang (the ThreadSanitizer build) and its archer tool
+  libgtest-dev libbenchmark-dev   # GoogleTest, Google Benchmark
+  zlib1g-dev                      # reading Fashion-MNIST's .gz files
+  libopenblas-dev                 # sgemm ceiling in the benchmarks
+  dataset-fashion-mnist           # the real data set of the demo and the tests
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "Installing: ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
