@@ -89,6 +89,13 @@ TYPED_TEST(KernelTest, AssignAndDistancesMatchReferenceExactly) {
           }
           ASSERT_EQ(sr[i * (k + 1) + k], T(-3));  // the padding column is not written
         }
+        // One centroid, from differences: exact too.
+        std::vector<T> c0(cint.begin(), cint.begin() + static_cast<std::ptrdiff_t>(d));
+        std::vector<T> o1(n), o2(n);
+        ref.sqdist_one(pts, c0.data(), 0, n, o1.data());
+        table->sqdist_one(pts, c0.data(), 0, n, o2.data());
+        EXPECT_EQ(o1, o2);
+        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(o1[i], sr[i * (k + 1)]);
       }
     }
   }
@@ -133,9 +140,7 @@ TYPED_TEST(KernelTest, AccumulateRunMatchesReferenceBitwise) {
       const std::size_t n = 97;
       const std::size_t stride = d + 1;
       auto X = testing::blobs<T>(n, stride, 3, seed++, 2.0, 50.0);
-      std::vector<T> shift_t(d);
-      std::vector<double> shift(d);
-      for (std::size_t j = 0; j < d; ++j) shift[j] = double(shift_t[j] = T(50.25));
+      std::vector<T> shift_t(d, T(50.25));
       const PointsRef<T> pts{X.data(), stride, d, shift_t.data()};
       std::vector<std::uint32_t> idx;
       std::mt19937 rng{static_cast<unsigned>(seed)};
@@ -145,12 +150,12 @@ TYPED_TEST(KernelTest, AccumulateRunMatchesReferenceBitwise) {
       std::vector<double> w(n);
       for (double& v : w) v = double(rng() % 1000) / 100.0;
       std::vector<double> centroid(d);
-      for (double& v : centroid) v = double(rng() % 100) / 7.0;
+      for (double& v : centroid) v = 45.0 + double(rng() % 100) / 7.0;
       for (const double* weights : {static_cast<const double*>(nullptr), static_cast<const double*>(w.data())}) {
         std::vector<double> s1(d, 0.5), s2(d, 0.5), q1(d, 0.25), q2(d, 0.25);
         double w1 = 1, w2 = 1;
-        ref.accumulate_run(pts, shift.data(), idx.data(), idx.size(), weights, centroid.data(), s1.data(), &w1, q1.data());
-        table->accumulate_run(pts, shift.data(), idx.data(), idx.size(), weights, centroid.data(), s2.data(), &w2, q2.data());
+        ref.accumulate_run(pts, idx.data(), idx.size(), idx.size(), weights, centroid.data(), s1.data(), &w1, q1.data());
+        table->accumulate_run(pts, idx.data(), idx.size(), idx.size(), weights, centroid.data(), s2.data(), &w2, q2.data());
         EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), d * sizeof(double)));
         EXPECT_EQ(0, std::memcmp(q1.data(), q2.data(), d * sizeof(double)));
         EXPECT_EQ(w1, w2);

@@ -34,8 +34,8 @@ class Engine {
   /// FlashAssign: labels and squared distances to the nearest centroid; returns how many
   /// labels changed from their values on entry.
   virtual std::size_t assign(std::int32_t* labels, T* dist) = 0;
-  /// closest[i] = min(closest[i], squared distance of row i to the nearest set centroid).
-  virtual void lower_closest(T* closest) = 0;
+  /// closest[i] = min(closest[i], ||x_i - c||^2) for one centred centroid c.
+  virtual void lower_closest(const double* centroid, T* closest) = 0;
   /// pot[c] = sum_i w_i * min(closest[i], ||x_i - c||^2) for every set centroid c (float64,
   /// summed in a fixed order).
   virtual void potentials(const T* closest, double* pot) = 0;

@@ -48,8 +48,7 @@ std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937
   engine.row_centred(first, centroids.data());
 
   std::vector<T> closest(n, std::numeric_limits<T>::infinity());
-  engine.set_centroids(centroids.data(), 1);
-  engine.lower_closest(closest.data());
+  engine.lower_closest(centroids.data(), closest.data());
   double pot = 0;
   for (std::size_t i = 0; i < n; ++i) pot += (w ? w[i] : 1.0) * static_cast<double>(closest[i]);
 
@@ -67,8 +66,7 @@ std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937
         std::min_element(cand_pot.begin(), cand_pot.end()) - cand_pot.begin());
     pot = cand_pot[best];
     std::copy_n(cand.data() + best * dim, dim, centroids.data() + c * dim);
-    engine.set_centroids(centroids.data() + c * dim, 1);
-    engine.lower_closest(closest.data());
+    engine.lower_closest(centroids.data() + c * dim, closest.data());
   }
   return centroids;
 }

@@ -23,6 +23,9 @@ namespace {
 // float64 additions -- and hence the result -- does not depend on the thread count.
 constexpr std::size_t kStatRows = 4096;
 
+// Rows per call of the one-centroid distance kernel (a stack buffer).
+constexpr std::size_t kOneRows = 256;
+
 // Sort-Inverse Update: the sorted order is cut into blocks of this many points (at least one
 // row's worth of doubles per point, so the partial sums stay O(N + K*D)). Fixed for the same
 // reason as kStatRows.
@@ -121,18 +124,20 @@ class CpuEngine final : public Engine<T> {
     return changed;
   }
 
-  void lower_closest(T* closest) override {
+  void lower_closest(const double* centroid, T* closest) override {
+    std::vector<T> c(centroid, centroid + x_.cols);
     const std::size_t chunk = task_rows();
     const std::size_t ntasks = (x_.rows + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
     for (std::size_t t = 0; t < ntasks; ++t) {
       const std::size_t r0 = t * chunk;
       const std::size_t r1 = std::min(x_.rows, r0 + chunk);
-      std::vector<std::int32_t> lab(r1 - r0, 0);
-      std::vector<T> d(r1 - r0);
-      const PointsRef<T> sub{x_.row(r0), x_.stride, x_.cols, shift_t_.data()};
-      table_->assign_rows(sub, packed_.get(), k_, 0, r1 - r0, lab.data(), d.data());
-      for (std::size_t i = r0; i < r1; ++i) closest[i] = std::min(closest[i], d[i - r0]);
+      T d[kOneRows];
+      for (std::size_t r = r0; r < r1; r += kOneRows) {
+        const std::size_t m = std::min(kOneRows, r1 - r);
+        table_->sqdist_one(pts_, c.data(), r, r + m, d);
+        for (std::size_t i = 0; i < m; ++i) closest[r + i] = std::min(closest[r + i], d[i]);
+      }
     }
   }
 
@@ -198,6 +203,12 @@ class CpuEngine final : public Engine<T> {
     for (std::size_t s = nseg; s-- > 0;) block_seg_[seg_begin_[s] / B] = s;
     for (std::size_t b = nblocks; b-- > 0;) block_seg_[b] = std::min(block_seg_[b], block_seg_[b + 1]);
 
+    // The kernels work in X's own coordinates: raw sums (exact enough in float64 even for a
+    // large common offset) and the centroid moved back by the shift.
+    abs_centroids_.resize(k * dim);
+    for (std::size_t c = 0; c < k; ++c) {
+      for (std::size_t j = 0; j < dim; ++j) abs_centroids_[c * dim + j] = centroids[c * dim + j] + shift_[j];
+    }
     part_sum_.assign(nseg * dim, 0.0);
     part_w_.assign(nseg, 0.0);
     std::vector<double> block_inertia(nblocks, 0.0);
@@ -209,8 +220,8 @@ class CpuEngine final : public Engine<T> {
         std::fill(sq.begin(), sq.end(), 0.0);
         for (std::size_t s = block_seg_[b]; s < block_seg_[b + 1]; ++s) {
           const std::size_t c = seg_cluster_[s];
-          table_->accumulate_run(pts_, shift_.data(), perm_.data() + seg_begin_[s],
-                                 seg_begin_[s + 1] - seg_begin_[s], weights_, centroids + c * dim,
+          table_->accumulate_run(pts_, perm_.data() + seg_begin_[s], seg_begin_[s + 1] - seg_begin_[s],
+                                 n - seg_begin_[s], weights_, abs_centroids_.data() + c * dim,
                                  part_sum_.data() + s * dim, part_w_.data() + s, sq.data());
         }
         double acc = 0;
@@ -239,6 +250,7 @@ class CpuEngine final : public Engine<T> {
           for (std::size_t j = 0; j < dim; ++j) out[j] += p[j];
           wsums[c] += part_w_[s];
         }
+        for (std::size_t j = 0; j < dim; ++j) out[j] -= wsums[c] * shift_[j];
       }
     }
     double inertia = 0;
@@ -345,6 +357,7 @@ class CpuEngine final : public Engine<T> {
   std::vector<std::uint32_t> seg_cluster_;
   std::vector<std::size_t> block_seg_;
   std::vector<std::size_t> first_seg_;
+  std::vector<double> abs_centroids_;
   std::vector<double> part_sum_;
   std::vector<double> part_w_;
 };

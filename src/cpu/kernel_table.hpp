@@ -46,13 +46,20 @@ struct KernelTable {
   void (*sqdist_rows)(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
                       std::size_t r1, T* out, std::size_t ldo);
 
+  /// Squared distances of rows [r0, r1) to one centred centroid (given in T, dim values),
+  /// computed from the differences (no norm expansion): out[r - r0]. Bandwidth-bound; used to
+  /// lower k-means++'s closest distances after each step.
+  void (*sqdist_one)(const PointsRef<T>& pts, const T* centroid, std::size_t r0, std::size_t r1,
+                     T* out);
+
   /// Sort-Inverse Update inner loop: for the n points idx[0..n) (one cluster's run, in order),
-  /// sum[j] += w * (x[j] - shift[j]) and sq[j] += w * (x[j] - shift[j] - centroid[j])^2 in
-  /// float64, wsum += w (w = 1 when weights is null). The additions happen point by point in
-  /// order and without fused multiply-adds, so every target gives bitwise the same sums.
-  void (*accumulate_run)(const PointsRef<T>& pts, const double* shift,
-                         const std::uint32_t* idx, std::size_t n, const double* weights,
-                         const double* centroid, double* sum, double* wsum, double* sq);
+  /// sum[j] += w * x[j] and sq[j] += w * (x[j] - centroid[j])^2 in float64 (the centroid in
+  /// X's own coordinates), wsum += w; without weights (null) the multiplications by w are
+  /// skipped. The additions happen point by point in order and without fused multiply-adds,
+  /// so every target gives bitwise the same sums. idx[n..idx_valid) may be read for prefetching.
+  void (*accumulate_run)(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t n,
+                         std::size_t idx_valid, const double* weights, const double* centroid, double* sum,
+                         double* wsum, double* sq);
 };
 
 /// Every compiled target's tables the running CPU supports, best first, then the reference.

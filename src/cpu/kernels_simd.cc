@@ -254,6 +254,35 @@ void SqDistRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::si
   }
 }
 
+template <class T>
+void SqDistOne(const PointsRef<T>& pts, const T* centroid, std::size_t r0, std::size_t r1, T* out) {
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t dim = pts.dim;
+  for (std::size_t r = r0; r < r1; ++r) {
+    const T* row = pts.x + r * pts.stride;
+    auto acc0 = hn::Zero(d), acc1 = hn::Zero(d);
+    std::size_t j = 0;
+    for (; j + 2 * L <= dim; j += 2 * L) {
+      const auto e0 = hn::Sub(hn::Sub(hn::LoadU(d, row + j), hn::LoadU(d, pts.shift + j)), hn::LoadU(d, centroid + j));
+      const auto e1 = hn::Sub(hn::Sub(hn::LoadU(d, row + j + L), hn::LoadU(d, pts.shift + j + L)),
+                              hn::LoadU(d, centroid + j + L));
+      acc0 = hn::MulAdd(e0, e0, acc0);
+      acc1 = hn::MulAdd(e1, e1, acc1);
+    }
+    for (; j + L <= dim; j += L) {
+      const auto e = hn::Sub(hn::Sub(hn::LoadU(d, row + j), hn::LoadU(d, pts.shift + j)), hn::LoadU(d, centroid + j));
+      acc0 = hn::MulAdd(e, e, acc0);
+    }
+    T s = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1)));
+    for (; j < dim; ++j) {
+      const T e = row[j] - pts.shift[j] - centroid[j];
+      s += e * e;
+    }
+    out[r - r0] = s;
+  }
+}
+
 template <class T, class DF>
 HWY_INLINE hn::Vec<DF> LoadAsF64(DF df, const T* p) {
   if constexpr (sizeof(T) == sizeof(double)) {
@@ -267,43 +296,49 @@ HWY_INLINE hn::Vec<DF> LoadAsF64(DF df, const T* p) {
 // accumulators in registers for the whole run (no load/store chains through memory).
 constexpr std::size_t kUpd = 4;
 
-template <class T>
-HWY_INLINE void AccumulateChunk(const PointsRef<T>& pts, const double* HWY_RESTRICT shift,
-                                const std::uint32_t* HWY_RESTRICT idx, std::size_t n,
-                                const double* HWY_RESTRICT weights,
+template <bool kWeighted, class T>
+HWY_INLINE void AccumulateChunk(const PointsRef<T>& pts, const std::uint32_t* HWY_RESTRICT idx,
+                                std::size_t n, const double* HWY_RESTRICT weights,
                                 const double* HWY_RESTRICT centroid, std::size_t j0, std::size_t u,
-                                double* HWY_RESTRICT sum, double* HWY_RESTRICT sq, bool prefetch) {
+                                double* HWY_RESTRICT sum, double* HWY_RESTRICT sq,
+                                std::size_t prefetch_limit) {
   using DF = Tag<double>;
   using V = hn::Vec<DF>;
   const DF df;
   const std::size_t L = hn::Lanes(df);
-  V s[kUpd], q[kUpd], sh[kUpd], c[kUpd];
+  V s[kUpd], q[kUpd], c[kUpd];
 #pragma GCC unroll 4
   for (std::size_t v = 0; v < kUpd; ++v) {
     if (v >= u) break;
     s[v] = hn::LoadU(df, sum + j0 + v * L);
     q[v] = hn::LoadU(df, sq + j0 + v * L);
-    sh[v] = hn::LoadU(df, shift + j0 + v * L);
     c[v] = hn::LoadU(df, centroid + j0 + v * L);
   }
   // Rows are gathered in cluster order, which the hardware prefetcher cannot guess: on the
-  // first pass over a run, prefetch whole rows a few points ahead.
-  constexpr std::size_t kAhead = 12;
+  // first pass over a run, prefetch whole rows a few points ahead (also into the next run:
+  // idx is valid up to prefetch_limit).
+  // prefetcht2 rather than t0: it measured faster here (the lines are used once, soon).
+  constexpr std::size_t kAhead = 16;
   const std::size_t row_bytes = pts.dim * sizeof(T);
   for (std::size_t t = 0; t < n; ++t) {
-    if (prefetch && t + kAhead < n) {
+    if (t + kAhead < prefetch_limit) {
       const char* ahead = reinterpret_cast<const char*>(pts.x + idx[t + kAhead] * pts.stride);
-      for (std::size_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
+      for (std::size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(ahead + b, 0, 1);
     }
     const T* row = pts.x + idx[t] * pts.stride + j0;
-    const V w = hn::Set(df, weights ? weights[idx[t]] : 1.0);
+    const V w = hn::Set(df, kWeighted ? weights[idx[t]] : 1.0);
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < kUpd; ++v) {
       if (v >= u) break;
-      const V diff = hn::Sub(LoadAsF64(df, row + v * L), sh[v]);
-      s[v] = hn::Add(s[v], hn::Mul(w, diff));
-      const V e = hn::Sub(diff, c[v]);
-      q[v] = hn::Add(q[v], hn::Mul(w, hn::Mul(e, e)));
+      const V x = LoadAsF64(df, row + v * L);
+      const V e = hn::Sub(x, c[v]);
+      if constexpr (kWeighted) {
+        s[v] = hn::Add(s[v], hn::Mul(w, x));
+        q[v] = hn::Add(q[v], hn::Mul(w, hn::Mul(e, e)));
+      } else {
+        s[v] = hn::Add(s[v], x);
+        q[v] = hn::Add(q[v], hn::Mul(e, e));
+      }
     }
   }
 #pragma GCC unroll 4
@@ -314,31 +349,46 @@ HWY_INLINE void AccumulateChunk(const PointsRef<T>& pts, const double* HWY_RESTR
   }
 }
 
-template <class T>
-void AccumulateRun(const PointsRef<T>& pts, const double* shift, const std::uint32_t* idx,
-                   std::size_t n, const double* weights, const double* centroid, double* sum,
-                   double* wsum, double* sq) {
+template <bool kWeighted, class T>
+void AccumulateRunImpl(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t n,
+                       std::size_t idx_valid, const double* weights, const double* centroid, double* sum, double* wsum,
+                       double* sq) {
   const std::size_t L = hn::Lanes(Tag<double>());
   const std::size_t dim = pts.dim;
   const std::size_t vec_dims = dim / L * L;
   double ws = *wsum;
-  for (std::size_t t = 0; t < n; ++t) ws += weights ? weights[idx[t]] : 1.0;
+  for (std::size_t t = 0; t < n; ++t) ws += kWeighted ? weights[idx[t]] : 1.0;
   *wsum = ws;
   // Feature chunks of kUpd vectors; the first pass brings the run's rows into cache.
   for (std::size_t j0 = 0; j0 < vec_dims; j0 += kUpd * L) {
     const std::size_t u = std::min(kUpd, (vec_dims - j0) / L);
-    AccumulateChunk(pts, shift, idx, n, weights, centroid, j0, u, sum, sq, j0 == 0);
+    AccumulateChunk<kWeighted>(pts, idx, n, weights, centroid, j0, u, sum, sq, j0 == 0 ? idx_valid : 0);
   }
   // The last dim % L features, point by point with the same arithmetic as the vector lanes.
   for (std::size_t t = 0; t < n; ++t) {
     const T* row = pts.x + idx[t] * pts.stride;
-    const double w = weights ? weights[idx[t]] : 1.0;
     for (std::size_t j = vec_dims; j < dim; ++j) {
-      const double diff = static_cast<double>(row[j]) - shift[j];
-      sum[j] += w * diff;
-      const double e = diff - centroid[j];
-      sq[j] += w * (e * e);
+      const double x = static_cast<double>(row[j]);
+      const double e = x - centroid[j];
+      if constexpr (kWeighted) {
+        sum[j] += weights[idx[t]] * x;
+        sq[j] += weights[idx[t]] * (e * e);
+      } else {
+        sum[j] += x;
+        sq[j] += e * e;
+      }
     }
+  }
+}
+
+template <class T>
+void AccumulateRun(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t n,
+                   std::size_t idx_valid, const double* weights, const double* centroid,
+                   double* sum, double* wsum, double* sq) {
+  if (weights) {
+    AccumulateRunImpl<true>(pts, idx, n, idx_valid, weights, centroid, sum, wsum, sq);
+  } else {
+    AccumulateRunImpl<false>(pts, idx, n, idx_valid, weights, centroid, sum, wsum, sq);
   }
 }
 
@@ -347,7 +397,7 @@ const KernelTable<T>* Table() {
   static const KernelTable<T> table{hwy::TargetName(HWY_TARGET), PanelWidth<T>(),
                                     &PackedSize<T>,               &PackCentroids<T>,
                                     &AssignRows<T>,               &SqDistRows<T>,
-                                    &AccumulateRun<T>};
+                                    &SqDistOne<T>,                &AccumulateRun<T>};
   return &table;
 }
 

@@ -88,18 +88,29 @@ void ref_sqdist(const PointsRef<T>& pts, const T* packed, std::size_t k, std::si
 }
 
 template <class T>
-void ref_accumulate(const PointsRef<T>& pts, const double* shift, const std::uint32_t* idx,
-                    std::size_t n, const double* weights, const double* centroid, double* sum,
-                    double* wsum, double* sq) {
+void ref_sqdist_one(const PointsRef<T>& pts, const T* centroid, std::size_t r0, std::size_t r1, T* out) {
+  for (std::size_t r = r0; r < r1; ++r) {
+    T s = T(0);
+    for (std::size_t j = 0; j < pts.dim; ++j) {
+      const T e = pts.x[r * pts.stride + j] - pts.shift[j] - centroid[j];
+      s += e * e;
+    }
+    out[r - r0] = s;
+  }
+}
+
+template <class T>
+void ref_accumulate(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t n,
+                    std::size_t /*idx_valid*/, const double* weights, const double* centroid, double* sum, double* wsum,
+                    double* sq) {
   for (std::size_t t = 0; t < n; ++t) {
     const T* row = pts.x + idx[t] * pts.stride;
-    const double w = weights ? weights[idx[t]] : 1.0;
-    *wsum += w;
+    *wsum += weights ? weights[idx[t]] : 1.0;
     for (std::size_t j = 0; j < pts.dim; ++j) {
-      const double diff = static_cast<double>(row[j]) - shift[j];
-      sum[j] += w * diff;
-      const double e = diff - centroid[j];
-      sq[j] += w * (e * e);
+      const double x = static_cast<double>(row[j]);
+      const double e = x - centroid[j];
+      sum[j] += weights ? weights[idx[t]] * x : x;
+      sq[j] += weights ? weights[idx[t]] * (e * e) : e * e;
     }
   }
 }
@@ -110,7 +121,7 @@ template <class T>
 const KernelTable<T>& reference_table() {
   static const KernelTable<T> table{"reference",      1,           &ref_packed_size<T>,
                                     &ref_pack<T>,     &ref_assign<T>, &ref_sqdist<T>,
-                                    &ref_accumulate<T>};
+                                    &ref_sqdist_one<T>, &ref_accumulate<T>};
   return table;
 }
 
