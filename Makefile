@@ -46,7 +46,10 @@ test-tsan: deps
 
 # Kernel benchmarks with the machine's ceilings measured in the same run (medians of 5).
 bench: build
-	$(BUILD)/release/bench/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	$(BUILD)/release/bench/bench_kernels --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+	  --benchmark_out=$(BUILD)/bench_kernels.json --benchmark_out_format=json
+	python3 bench/summarize.py $(BUILD)/bench_kernels.json
+	$(BUILD)/release/bench/bench_memory 1000000 128 256 5
 
 clean:
 	rm -rf $(BUILD)
