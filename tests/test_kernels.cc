@@ -96,6 +96,16 @@ TYPED_TEST(KernelTest, AssignAndDistancesMatchReferenceExactly) {
         table->sqdist_one(pts, c0.data(), 0, n, o2.data());
         EXPECT_EQ(o1, o2);
         for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(o1[i], sr[i * (k + 1)]);
+        // Up to kMaxFew centroids at once, from differences.
+        const std::size_t m = std::min(k, detail::kMaxFew);
+        std::vector<T> cf(cint.begin(), cint.begin() + static_cast<std::ptrdiff_t>(m * d));
+        std::vector<T> f1(n * m), f2(n * m);
+        ref.sqdist_few(pts, cf.data(), m, 0, n, f1.data());
+        table->sqdist_few(pts, cf.data(), m, 0, n, f2.data());
+        EXPECT_EQ(f1, f2);
+        for (std::size_t i = 0; i < n; ++i) {
+          for (std::size_t t = 0; t < m; ++t) ASSERT_EQ(f1[i * m + t], sr[i * (k + 1) + t]);
+        }
       }
     }
   }

@@ -36,9 +36,9 @@ class Engine {
   virtual std::size_t assign(std::int32_t* labels, T* dist) = 0;
   /// closest[i] = min(closest[i], ||x_i - c||^2) for one centred centroid c.
   virtual void lower_closest(const double* centroid, T* closest) = 0;
-  /// pot[c] = sum_i w_i * min(closest[i], ||x_i - c||^2) for every set centroid c (float64,
-  /// summed in a fixed order).
-  virtual void potentials(const T* closest, double* pot) = 0;
+  /// pot[t] = sum_i w_i * min(closest[i], ||x_i - c_t||^2) for m centred candidates c_t
+  /// (float64, summed in a fixed order).
+  virtual void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) = 0;
   /// Squared distances of every row to every set centroid, rows x k, row-major.
   virtual void sqdistances(T* out) = 0;
 

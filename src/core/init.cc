@@ -59,9 +59,8 @@ std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937
     for (double& t : targets) t = uniform01(rng) * pot;
     const auto ids = search_cumulative(closest.data(), w, n, targets);
     for (std::size_t t = 0; t < trials; ++t) engine.row_centred(ids[t], cand.data() + t * dim);
-    // All trials against all points in one pass of the fused kernel.
-    engine.set_centroids(cand.data(), trials);
-    engine.potentials(closest.data(), cand_pot.data());
+    // All trials against all points in one pass over X.
+    engine.potentials(cand.data(), trials, closest.data(), cand_pot.data());
     const std::size_t best = static_cast<std::size_t>(
         std::min_element(cand_pot.begin(), cand_pot.end()) - cand_pot.begin());
     pot = cand_pot[best];

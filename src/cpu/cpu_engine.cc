@@ -141,26 +141,35 @@ class CpuEngine final : public Engine<T> {
     }
   }
 
-  void potentials(const T* closest, double* pot) override {
+  void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) override {
+    std::vector<T> cands(candidates, candidates + m * x_.cols);
     const std::size_t nb = (x_.rows + kStatRows - 1) / kStatRows;
-    std::vector<double> part(nb * k_, 0.0);
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-    for (std::size_t b = 0; b < nb; ++b) {
-      const std::size_t r0 = b * kStatRows;
-      const std::size_t r1 = std::min(x_.rows, r0 + kStatRows);
-      std::vector<T> d((r1 - r0) * k_);
-      table_->sqdist_rows(pts_, packed_.get(), k_, r0, r1, d.data(), k_);
-      double* p = part.data() + b * k_;
-      for (std::size_t i = r0; i < r1; ++i) {
-        const double w = weights_ ? weights_[i] : 1.0;
-        for (std::size_t c = 0; c < k_; ++c) {
-          p[c] += w * static_cast<double>(std::min(closest[i], d[(i - r0) * k_ + c]));
+    std::vector<double> part(nb * m, 0.0);
+#pragma omp parallel num_threads(threads_)
+    {
+      std::vector<T> d(kOneRows * kMaxFew);
+#pragma omp for schedule(dynamic, 1)
+      for (std::size_t b = 0; b < nb; ++b) {
+        const std::size_t end = std::min(x_.rows, (b + 1) * kStatRows);
+        double* p = part.data() + b * m;
+        for (std::size_t r = b * kStatRows; r < end; r += kOneRows) {
+          const std::size_t rows = std::min(kOneRows, end - r);
+          for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
+            const std::size_t mm = std::min(kMaxFew, m - t0);
+            table_->sqdist_few(pts_, cands.data() + t0 * x_.cols, mm, r, r + rows, d.data());
+            for (std::size_t i = 0; i < rows; ++i) {
+              const double w = weights_ ? weights_[r + i] : 1.0;
+              for (std::size_t t = 0; t < mm; ++t) {
+                p[t0 + t] += w * static_cast<double>(std::min(closest[r + i], d[i * mm + t]));
+              }
+            }
+          }
         }
       }
     }
-    for (std::size_t c = 0; c < k_; ++c) {
+    for (std::size_t c = 0; c < m; ++c) {
       double s = 0;
-      for (std::size_t b = 0; b < nb; ++b) s += part[b * k_ + c];
+      for (std::size_t b = 0; b < nb; ++b) s += part[b * m + c];
       pot[c] = s;
     }
   }

@@ -25,6 +25,9 @@ struct PointsRef {
   const T* shift = nullptr;  // dim values subtracted from every row
 };
 
+/// Most centroids sqdist_few takes at once (k-means++ uses 2 + ln K of them).
+inline constexpr std::size_t kMaxFew = 16;
+
 template <class T>
 struct KernelTable {
   const char* name;  // the Highway target name of the code that runs, or "reference"
@@ -51,6 +54,12 @@ struct KernelTable {
   /// lower k-means++'s closest distances after each step.
   void (*sqdist_one)(const PointsRef<T>& pts, const T* centroid, std::size_t r0, std::size_t r1,
                      T* out);
+
+  /// Squared distances of rows [r0, r1) to m <= kMaxFew centred centroids given in T (m x dim,
+  /// row-major), from differences: out[(r - r0) * m + t]. One pass over the rows scores all of
+  /// k-means++'s candidates.
+  void (*sqdist_few)(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
+                     std::size_t r1, T* out);
 
   /// Sort-Inverse Update inner loop: for the n points idx[0..n) (one cluster's run, in order),
   /// sum[j] += w * x[j] and sq[j] += w * (x[j] - centroid[j])^2 in float64 (the centroid in

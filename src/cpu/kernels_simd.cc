@@ -283,6 +283,43 @@ void SqDistOne(const PointsRef<T>& pts, const T* centroid, std::size_t r0, std::
   }
 }
 
+// m accumulators in registers, one per candidate; each row is loaded once for all of them.
+template <class T>
+void SqDistFew(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
+               std::size_t r1, T* out) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t dim = pts.dim;
+  const std::size_t vec_dims = dim / L * L;
+  for (std::size_t r = r0; r < r1; ++r) {
+    const T* row = pts.x + r * pts.stride;
+    V acc[kMaxFew];
+#pragma GCC unroll 16
+    for (std::size_t t = 0; t < kMaxFew; ++t) {
+      if (t >= m) break;
+      acc[t] = hn::Zero(d);
+    }
+    for (std::size_t j = 0; j < vec_dims; j += L) {
+      const V x = hn::Sub(hn::LoadU(d, row + j), hn::LoadU(d, pts.shift + j));
+#pragma GCC unroll 16
+      for (std::size_t t = 0; t < kMaxFew; ++t) {
+        if (t >= m) break;
+        const V e = hn::Sub(x, hn::LoadU(d, centroids + t * dim + j));
+        acc[t] = hn::MulAdd(e, e, acc[t]);
+      }
+    }
+    for (std::size_t t = 0; t < m; ++t) {
+      T s = hn::GetLane(hn::SumOfLanes(d, acc[t]));
+      for (std::size_t j = vec_dims; j < dim; ++j) {
+        const T e = row[j] - pts.shift[j] - centroids[t * dim + j];
+        s += e * e;
+      }
+      out[(r - r0) * m + t] = s;
+    }
+  }
+}
+
 template <class T, class DF>
 HWY_INLINE hn::Vec<DF> LoadAsF64(DF df, const T* p) {
   if constexpr (sizeof(T) == sizeof(double)) {
@@ -397,7 +434,8 @@ const KernelTable<T>* Table() {
   static const KernelTable<T> table{hwy::TargetName(HWY_TARGET), PanelWidth<T>(),
                                     &PackedSize<T>,               &PackCentroids<T>,
                                     &AssignRows<T>,               &SqDistRows<T>,
-                                    &SqDistOne<T>,                &AccumulateRun<T>};
+                                    &SqDistOne<T>,                &SqDistFew<T>,
+                                    &AccumulateRun<T>};
   return &table;
 }
 

@@ -100,6 +100,16 @@ void ref_sqdist_one(const PointsRef<T>& pts, const T* centroid, std::size_t r0, 
 }
 
 template <class T>
+void ref_sqdist_few(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
+                    std::size_t r1, T* out) {
+  for (std::size_t t = 0; t < m; ++t) {
+    std::vector<T> o(r1 - r0);
+    ref_sqdist_one(pts, centroids + t * pts.dim, r0, r1, o.data());
+    for (std::size_t r = r0; r < r1; ++r) out[(r - r0) * m + t] = o[r - r0];
+  }
+}
+
+template <class T>
 void ref_accumulate(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t n,
                     std::size_t /*idx_valid*/, const double* weights, const double* centroid, double* sum, double* wsum,
                     double* sq) {
@@ -121,7 +131,7 @@ template <class T>
 const KernelTable<T>& reference_table() {
   static const KernelTable<T> table{"reference",      1,           &ref_packed_size<T>,
                                     &ref_pack<T>,     &ref_assign<T>, &ref_sqdist<T>,
-                                    &ref_sqdist_one<T>, &ref_accumulate<T>};
+                                    &ref_sqdist_one<T>, &ref_sqdist_few<T>, &ref_accumulate<T>};
   return table;
 }
 
