@@ -13,11 +13,12 @@ def main(path):
             continue
         name = b["run_name"].replace("/real_time", "")
         med[name] = b
-    sgemm = med["ceiling/sgemm/4096"]["GFLOPs"] / 1e9 if "ceiling/sgemm/4096" in med else None
-    bw = med["ceiling/read_bw/1000000/128/16"]["GBps"] / 1e9
+    sgemm = med["ceiling/sgemm/4096"]["GFLOPs"] if "ceiling/sgemm/4096" in med else None
+    bw = med["ceiling/read_bw/1000000/128/16"]["GBps"]
     ctx = data["context"]
+    reps = max(b.get("repetitions", 1) for b in data["benchmarks"])
     print(f"Machine: {ctx.get('num_cpus')} CPUs at {ctx.get('mhz_per_cpu')} MHz; "
-          f"run {ctx.get('date')}; medians of {ctx.get('repetitions', '?')} repetitions.\n")
+          f"run {ctx.get('date')}; medians of {reps} repetitions.\n")
     print("| measurement | median | ceiling (same run) | fraction / ratio |")
     print("|---|---|---|---|")
     if sgemm:
@@ -30,10 +31,10 @@ def main(path):
         n, d, k = (int(v) for v in shape)
         ms = b["real_time"] if b["time_unit"] == "ms" else b["real_time"] / 1e6
         if kind == "assign":
-            g = b["GFLOPs"] / 1e9
+            g = b["GFLOPs"]
             print(f"| FlashAssign f32 N={n} D={d} K={k} | {g:.1f} GFLOP/s ({ms:.1f} ms) | sgemm {sgemm:.1f} | {g / sgemm:.0%} of sgemm |")
         elif kind == "update":
-            g = b["GBps"] / 1e9
+            g = b["GBps"]
             print(f"| Sort-Inverse Update N={n} D={d} K={k} | {g:.1f} GB/s ({ms:.1f} ms) | read {bw:.1f} GB/s | {g / bw:.0%} of read bandwidth |")
         elif kind == "iteration":
             floor_ms = 2.0 * n * d * k / (sgemm * 1e9) * 1e3

@@ -359,8 +359,11 @@ HWY_INLINE void AccumulateChunk(const PointsRef<T>& pts, const std::uint32_t* HW
   const std::size_t row_bytes = pts.dim * sizeof(T);
   for (std::size_t t = 0; t < n; ++t) {
     if (t + kAhead < prefetch_limit) {
-      const char* ahead = reinterpret_cast<const char*>(pts.x + idx[t + kAhead] * pts.stride);
-      for (std::size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(ahead + b, 0, 1);
+      // Every cache line the row touches (rows need not start on a line).
+      const auto first = reinterpret_cast<std::uintptr_t>(pts.x + idx[t + kAhead] * pts.stride);
+      for (std::uintptr_t a = first & ~std::uintptr_t{63}; a < first + row_bytes; a += 64) {
+        __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 1);
+      }
     }
     const T* row = pts.x + idx[t] * pts.stride + j0;
     const V w = hn::Set(df, kWeighted ? weights[idx[t]] : 1.0);
