@@ -4,7 +4,10 @@ BUILD := build
 CMAKE_COMMON := -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
 ARCHER := /usr/lib/llvm-14/lib/libarcher.so
 
-.PHONY: all deps build demo test test-release test-asan test-tsan bench clean
+PYTHON ?= python3
+VENV := $(BUILD)/venv
+
+.PHONY: all deps build demo test test-release test-asan test-tsan test-python bench clean
 
 all: build
 
@@ -21,7 +24,7 @@ build: deps $(BUILD)/release/Makefile
 demo: build
 	$(BUILD)/release/examples/flashkm_demo
 
-test: test-release test-asan test-tsan
+test: test-release test-asan test-tsan test-python
 
 test-release: build
 	cd $(BUILD)/release && ctest --output-on-failure -j $(JOBS)
@@ -43,6 +46,16 @@ test-tsan: deps
 	cmake --build $(BUILD)/tsan -j $(JOBS)
 	cd $(BUILD)/tsan && OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
 	  ctest --output-on-failure -R '^(determinism|fit)\.' -j $(JOBS)
+
+# The Python package in its own virtual environment: `pip install .` (scikit-build-core builds
+# the same CMake project with nanobind), then pytest, check_estimator included.
+$(VENV)/bin/python: | deps
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+
+test-python: $(VENV)/bin/python
+	$(VENV)/bin/pip install -q ".[test]"
+	cd $(BUILD) && venv/bin/python -m pytest -q ../python/tests
 
 # Kernel benchmarks with the machine's ceilings measured in the same run (medians of 5).
 bench: build

@@ -9,6 +9,7 @@ packages=(
   zlib1g-dev                      # reading Fashion-MNIST's .gz files
   libopenblas-dev                 # sgemm ceiling in the benchmarks
   dataset-fashion-mnist           # the real data set of the demo and the tests
+  python3-dev python3-venv        # the Python package (built in a virtual environment)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,13 @@
+"""flashkm: exact Lloyd k-means close to the hardware's limit.
+
+``flashkm.KMeans`` is a drop-in replacement for ``sklearn.cluster.KMeans`` (same parameters,
+attributes and methods, plus ``n_threads``), backed by the C++ engine: FlashAssign (fused
+distance + argmin, no N x K matrix) and the Sort-Inverse Update (deterministic: the same bytes
+for any number of threads).
+"""
+
+from ._core import available_targets, default_target
+from ._kmeans import KMeans
+
+__all__ = ["KMeans", "available_targets", "default_target", "__version__"]
+__version__ = "0.1.0"

@@ -1,0 +1,187 @@
+// nanobind bindings of the flashkm C++ API (the private extension module flashkm._core).
+// Arrays arrive C-contiguous in float32 or float64 (the Python layer converts once if needed)
+// and are used in place; the GIL is released while the engine runs.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashkm/flashkm.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+template <class T>
+using Matrix = nb::ndarray<const T, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using Weights = nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// Hands a std::vector to numpy without a copy: the array owns the vector through a capsule.
+template <class T>
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, std::initializer_list<std::size_t> shape) {
+  auto* owner = new std::vector<T>(std::move(v));
+  nb::capsule cap(owner, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(owner->data(), shape, cap);
+}
+
+template <class T>
+flashkm::MatrixView<T> view(const Matrix<T>& a) {
+  return {a.data(), a.shape(0), a.shape(1)};
+}
+
+std::span<const double> weights_span(const std::optional<Weights>& w) {
+  if (!w) return {};
+  return {w->data(), w->shape(0)};
+}
+
+nb::dict stats_dict(const flashkm::IterationStats& s) {
+  nb::dict d;
+  d["iteration"] = s.iteration;
+  d["inertia"] = s.inertia;
+  d["center_shift"] = s.center_shift;
+  d["labels_changed"] = s.labels_changed;
+  d["empty_relocated"] = s.empty_relocated;
+  d["seconds"] = s.seconds;
+  d["init_run"] = s.init_run;
+  return d;
+}
+
+const char* stop_name(flashkm::StopReason r) {
+  switch (r) {
+    case flashkm::StopReason::kTolerance: return "tolerance";
+    case flashkm::StopReason::kStrict: return "strict";
+    case flashkm::StopReason::kMaxIter: return "max_iter";
+    case flashkm::StopReason::kCallback: return "callback";
+  }
+  return "unknown";
+}
+
+template <class T>
+nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init,
+             std::optional<Matrix<T>> init_centroids, int n_init, int max_iter, double tol,
+             std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
+             std::optional<nb::callable> callback, const std::string& target) {
+  flashkm::KMeansOptions o;
+  o.n_clusters = n_clusters;
+  if (init == "k-means++") {
+    o.init = flashkm::InitMethod::kMeansPlusPlus;
+  } else if (init == "random") {
+    o.init = flashkm::InitMethod::kRandom;
+  } else if (init == "explicit" && init_centroids) {
+    o.init = flashkm::InitMethod::kExplicit;
+    o.init_centroids = view(*init_centroids);
+  } else {
+    throw flashkm::InvalidArgument("init must be 'k-means++', 'random' or explicit centroids");
+  }
+  o.n_init = n_init;
+  o.max_iter = max_iter;
+  o.tol = tol;
+  o.seed = seed;
+  o.n_threads = n_threads;
+  o.sample_weight = weights_span(sample_weight);
+  o.target = target;
+  // Runs on the fitting thread without the GIL: take it back for the Python callback, and let
+  // Ctrl-C stop a long fit between iterations.
+  o.callback = [&callback](const flashkm::IterationStats& s) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    if (!callback) return true;
+    nb::object r = (*callback)(stats_dict(s));
+    return r.is_none() || nb::cast<bool>(r);
+  };
+  flashkm::KMeansResult<T> r;
+  {
+    nb::gil_scoped_release release;
+    r = flashkm::fit(view(X), o);
+  }
+  nb::list history;
+  for (const auto& s : r.history) history.append(stats_dict(s));
+  nb::dict out;
+  const std::size_t n = r.labels.size();
+  out["centroids"] = to_numpy(std::move(r.centroids), {r.n_clusters, r.n_features});
+  out["labels"] = to_numpy(std::move(r.labels), {n});
+  out["inertia"] = r.inertia;
+  out["n_iter"] = r.n_iter;
+  out["converged"] = r.converged;
+  out["stop_reason"] = stop_name(r.stop_reason);
+  out["best_init"] = r.best_init;
+  out["history"] = history;
+  out["target"] = r.target;
+  return out;
+}
+
+template <class T>
+flashkm::PredictOptions predict_options(int n_threads, const std::string& target,
+                                        const std::optional<Weights>& w) {
+  flashkm::PredictOptions o;
+  o.n_threads = n_threads;
+  o.target = target;
+  o.sample_weight = weights_span(w);
+  return o;
+}
+
+template <class T>
+nb::ndarray<nb::numpy, std::int32_t> predict(const Matrix<T>& X, const Matrix<T>& C, int n_threads,
+                                              const std::string& target) {
+  std::vector<std::int32_t> labels;
+  {
+    nb::gil_scoped_release release;
+    labels = flashkm::predict(view(X), view(C), predict_options<T>(n_threads, target, std::nullopt));
+  }
+  const std::size_t n = labels.size();
+  return to_numpy(std::move(labels), {n});
+}
+
+template <class T>
+nb::ndarray<nb::numpy, T> transform(const Matrix<T>& X, const Matrix<T>& C, int n_threads,
+                                    const std::string& target) {
+  std::vector<T> d;
+  {
+    nb::gil_scoped_release release;
+    d = flashkm::transform(view(X), view(C), predict_options<T>(n_threads, target, std::nullopt));
+  }
+  return to_numpy(std::move(d), {X.shape(0), C.shape(0)});
+}
+
+template <class T>
+double score(const Matrix<T>& X, const Matrix<T>& C, std::optional<Weights> w, int n_threads,
+             const std::string& target) {
+  nb::gil_scoped_release release;
+  return flashkm::score(view(X), view(C), predict_options<T>(n_threads, target, w));
+}
+
+template <class T>
+void bind_dtype(nb::module_& m) {
+  m.def("fit", &fit<T>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
+        "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(),
+        "callback"_a.none(), "target"_a);
+  m.def("predict", &predict<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a);
+  m.def("transform", &transform<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a);
+  m.def("score", &score<T>, "X"_a, "centroids"_a, "sample_weight"_a.none(), "n_threads"_a,
+        "target"_a);
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "flashkm C++ engine (private; use flashkm.KMeans)";
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const flashkm::Error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  bind_dtype<float>(m);
+  bind_dtype<double>(m);
+  m.def("available_targets", &flashkm::available_targets);
+  m.def("default_target", &flashkm::default_target);
+}

@@ -1,0 +1,215 @@
+"""flashkm.KMeans: scikit-learn's KMeans interface over the flashkm C++ engine."""
+
+import numbers
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import _core
+
+
+class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
+    """Exact Lloyd k-means (scikit-learn compatible).
+
+    Parameters are scikit-learn's ``KMeans`` parameters with the same defaults and meaning,
+    plus ``n_threads``.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters.
+    init : {'k-means++', 'random'}, callable or array-like of shape (n_clusters, n_features), \
+            default='k-means++'
+        'k-means++' is scikit-learn's greedy k-means++ (2 + log(k) trials per step);
+        'random' draws n_clusters distinct rows (weighted by sample_weight); a callable is
+        called as ``init(X, n_clusters, random_state)`` and must return the centroids.
+    n_init : 'auto' or int, default='auto'
+        Runs from different initialisations; the lowest inertia wins. 'auto' is 1 for
+        'k-means++' and array-like init, 10 for 'random' and callables.
+    max_iter : int, default=300
+    tol : float, default=1e-4
+        Relative tolerance: stop when the sum of squared centroid shifts is at most
+        ``tol`` times the mean per-feature variance of X.
+    verbose : int, default=0
+        Print per-iteration progress.
+    random_state : int, RandomState instance or None, default=None
+    copy_x : bool, default=True
+        Accepted for compatibility; flashkm never modifies X (it centres inside its kernels).
+    algorithm : {'lloyd'}, default='lloyd'
+    n_threads : int or None, default=None
+        Threads for the engine; None uses all cores. Results do not depend on it.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features), X's float dtype
+    labels_ : ndarray of shape (n_samples,), int32
+    inertia_ : float
+    n_iter_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, when X has feature names
+    history_ : list of dict
+        Per iteration of the kept run: inertia, center_shift, labels_changed,
+        empty_relocated, seconds.
+    """
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
+        "init": [StrOptions({"k-means++", "random"}), callable, "array-like"],
+        "n_init": [StrOptions({"auto"}), Interval(numbers.Integral, 1, None, closed="left")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+        "copy_x": ["boolean"],
+        "algorithm": [StrOptions({"lloyd"})],
+        "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        n_clusters=8,
+        *,
+        init="k-means++",
+        n_init="auto",
+        max_iter=300,
+        tol=1e-4,
+        verbose=0,
+        random_state=None,
+        copy_x=True,
+        algorithm="lloyd",
+        n_threads=None,
+    ):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.random_state = random_state
+        self.copy_x = copy_x
+        self.algorithm = algorithm
+        self.n_threads = n_threads
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _threads(self):
+        return 0 if self.n_threads is None else int(self.n_threads)
+
+    def _n_init(self):
+        if self.n_init != "auto":
+            return int(self.n_init)
+        if isinstance(self.init, str) and self.init == "random" or callable(self.init):
+            return 10
+        return 1
+
+    def _check_centroids(self, centers, X):
+        centers = np.ascontiguousarray(np.asarray(centers, dtype=X.dtype))
+        if centers.shape != (self.n_clusters, X.shape[1]):
+            raise ValueError(
+                f"The shape of the initial centers {centers.shape} does not match "
+                f"the number of clusters {self.n_clusters} and features {X.shape[1]}."
+            )
+        if not np.all(np.isfinite(centers)):
+            raise ValueError("The initial centers contain NaN or infinity.")
+        return centers
+
+    def _callback(self):
+        if not self.verbose:
+            return None
+
+        def report(stats):
+            print(f"Iteration {stats['iteration'] - 1}, inertia {stats['inertia']}.")
+
+        return report
+
+    # -- scikit-learn API ----------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, sample_weight=None):
+        """Compute k-means clustering of X (n_samples, n_features)."""
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
+                          accept_sparse=False, reset=True)
+        n_samples = X.shape[0]
+        if n_samples < self.n_clusters:
+            raise ValueError(f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}.")
+        sw = None
+        if sample_weight is not None:
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            sw = np.ascontiguousarray(sw, dtype=np.float64)
+        rs = check_random_state(self.random_state)
+        n_init = self._n_init()
+        common = dict(max_iter=self.max_iter, tol=float(self.tol), n_threads=self._threads(),
+                      sample_weight=sw, callback=self._callback(), target="")
+        if isinstance(self.init, str):
+            seed = int(rs.randint(np.iinfo(np.int32).max))
+            res = _core.fit(X, self.n_clusters, self.init, None, n_init=n_init, seed=seed, **common)
+        else:
+            # Explicit or callable init: one engine run per initialisation, the best kept.
+            runs = 1 if not callable(self.init) else n_init
+            res = None
+            for _ in range(runs):
+                centers = self.init(X, self.n_clusters, rs) if callable(self.init) else self.init
+                centers = self._check_centroids(centers, X)
+                r = _core.fit(X, self.n_clusters, "explicit", centers, n_init=1, seed=0, **common)
+                if res is None or r["inertia"] < res["inertia"]:
+                    res = r
+        if self.verbose:
+            reason = {"strict": "strict convergence",
+                      "tolerance": "center shift within tolerance"}.get(res["stop_reason"])
+            if reason:
+                print(f"Converged at iteration {res['n_iter'] - 1}: {reason}.")
+        self.cluster_centers_ = res["centroids"]
+        self.labels_ = res["labels"]
+        self.inertia_ = float(res["inertia"])
+        self.n_iter_ = int(res["n_iter"])
+        best = res["best_init"]
+        self.history_ = [h for h in res["history"] if h["init_run"] == best]
+        self._n_features_out = self.cluster_centers_.shape[0]
+        return self
+
+    def _test_data(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
+                          accept_sparse=False, reset=False)
+        # The engine takes one float type: X in the centroids' type (converted once if needed).
+        return np.ascontiguousarray(X, dtype=self.cluster_centers_.dtype)
+
+    def predict(self, X):
+        """Index of the closest cluster center for each sample."""
+        X = self._test_data(X)
+        return _core.predict(X, self.cluster_centers_, self._threads(), "")
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Compute cluster centers and predict the cluster index of each sample."""
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def transform(self, X):
+        """Distances of X to every cluster center (n_samples, n_clusters)."""
+        X = self._test_data(X)
+        return _core.transform(X, self.cluster_centers_, self._threads(), "")
+
+    def fit_transform(self, X, y=None, sample_weight=None):
+        """Fit, then transform X."""
+        return self.fit(X, sample_weight=sample_weight).transform(X)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the (weighted) sum of squared distances to the closest centers."""
+        X = self._test_data(X)
+        sw = None
+        if sample_weight is not None:
+            sw = np.ascontiguousarray(
+                _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True),
+                dtype=np.float64)
+        return float(_core.score(X, self.cluster_centers_, sw, self._threads(), ""))

@@ -1,0 +1,205 @@
+"""flashkm.KMeans against scikit-learn: the estimator contract, equal results, no copies, GIL."""
+
+import threading
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.cluster import KMeans as SkKMeans
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import check_estimator
+
+import flashkm
+
+
+def blobs(n=20000, d=32, k=30, dtype=np.float64, seed=1):
+    X, _ = make_blobs(n, d, centers=k, cluster_std=2.0, random_state=seed)
+    return X.astype(dtype)
+
+
+def test_check_estimator():
+    check_estimator(
+        flashkm.KMeans(),
+        expected_failed_checks={
+            # The same expected failure scikit-learn declares for its own KMeans: the
+            # initialisation samples points in data order, so repeating or dropping rows
+            # changes which points are drawn.
+            "check_sample_weight_equivalence_on_dense_data":
+                "sample_weight is not equivalent to removing/repeating samples.",
+        },
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_same_result_as_scikit_learn_from_same_init(dtype, weighted):
+    X = blobs(dtype=dtype)
+    rng = np.random.default_rng(3)
+    C0 = X[rng.choice(len(X), 30, replace=False)]
+    sw = rng.uniform(0, 3, len(X)) if weighted else None
+    ours = flashkm.KMeans(30, init=C0, n_init=1).fit(X, sample_weight=sw)
+    ref = SkKMeans(30, init=C0, n_init=1).fit(X, sample_weight=sw)
+    np.testing.assert_array_equal(ours.labels_, ref.labels_)
+    assert ours.n_iter_ == ref.n_iter_
+    assert ours.cluster_centers_.dtype == dtype
+    # float32: scikit-learn accumulates centroid sums in float32, flashkm in float64 and rounds
+    # once; both are within float32 rounding of coordinates of magnitude ~10.
+    atol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=0, atol=atol)
+    np.testing.assert_allclose(ours.inertia_, ref.inertia_, rtol=1e-5 if dtype == np.float32 else 1e-10)
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+    np.testing.assert_allclose(ours.transform(X[:100]), ref.transform(X[:100]), rtol=1e-4)
+    np.testing.assert_allclose(ours.score(X, sample_weight=sw), ref.score(X, sample_weight=sw), rtol=1e-5)
+
+
+def test_thread_count_gives_identical_bytes():
+    X = blobs(n=50000, d=20, k=40, dtype=np.float32)
+    a = flashkm.KMeans(40, random_state=7, n_threads=1).fit(X)
+    b = flashkm.KMeans(40, random_state=7, n_threads=2).fit(X)
+    assert a.cluster_centers_.tobytes() == b.cluster_centers_.tobytes()
+    assert a.labels_.tobytes() == b.labels_.tobytes()
+    assert a.inertia_ == b.inertia_
+
+
+def peak_python_allocation(fn):
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_c_contiguous_float32_is_not_copied():
+    X = np.random.default_rng(0).normal(size=(1_000_000, 16)).astype(np.float32)  # 64 MB
+    km = flashkm.KMeans(8, max_iter=2, n_init=1, random_state=0)
+    peak = peak_python_allocation(lambda: km.fit(X))
+    # What Python allocates during fit is far below one copy of X (numpy allocations are traced).
+    assert peak < X.nbytes / 10, peak
+    # A Fortran-ordered array is copied exactly once.
+    F = np.asfortranarray(X)
+    peak_f = peak_python_allocation(lambda: km.fit(F))
+    assert X.nbytes <= peak_f < 2 * X.nbytes, peak_f
+
+
+def test_gil_is_released_during_fit():
+    X = np.random.default_rng(1).normal(size=(400_000, 32)).astype(np.float32)
+    km = flashkm.KMeans(128, init="random", n_init=1, max_iter=15, tol=0, random_state=0, n_threads=1)
+    done = threading.Event()
+    elapsed = {}
+
+    def work():
+        t = time.perf_counter()
+        km.fit(X)
+        elapsed["fit"] = time.perf_counter() - t
+        done.set()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    ticks = 0
+    while not done.is_set():
+        ticks += 1
+        time.sleep(0.001)
+    thread.join()
+    # With the GIL held for the whole fit this loop could not run while it lasts.
+    assert elapsed["fit"] > 0.2
+    assert ticks > 0.25 * elapsed["fit"] / 0.001 * 0.2, (ticks, elapsed)
+
+
+def test_dtypes():
+    X = blobs(n=500, d=4, k=3)
+    assert flashkm.KMeans(3, n_init=1).fit(X.astype(np.float32)).cluster_centers_.dtype == np.float32
+    assert flashkm.KMeans(3, n_init=1).fit(X).cluster_centers_.dtype == np.float64
+    km = flashkm.KMeans(3, n_init=1).fit((X * 10).astype(np.int64))  # converted like scikit-learn
+    assert km.cluster_centers_.dtype == np.float64
+    assert km.labels_.dtype == np.int32
+    assert km.predict(X.astype(np.float32)).shape == (500,)
+
+
+def test_pipeline_gridsearch_clone():
+    X = blobs(n=2000, d=6, k=5)
+    pipe = make_pipeline(StandardScaler(), flashkm.KMeans(5, n_init=1, random_state=0))
+    assert pipe.fit_predict(X).shape == (2000,)
+    grid = GridSearchCV(flashkm.KMeans(n_init=1, random_state=0), {"n_clusters": [2, 5, 8]}, cv=3).fit(X)
+    assert grid.best_params_["n_clusters"] == 8  # score = -inertia, which falls with K
+    c = clone(flashkm.KMeans(7, n_threads=2, tol=1e-3))
+    assert c.get_params()["n_clusters"] == 7 and c.get_params()["n_threads"] == 2
+
+
+def test_init_variants():
+    X = blobs(n=3000, d=5, k=6)
+    calls = []
+
+    def my_init(X_, k, random_state):
+        calls.append(1)
+        return X_[random_state.choice(len(X_), k, replace=False)]
+
+    km = flashkm.KMeans(6, init=my_init, random_state=0).fit(X)  # n_init='auto' -> 10 runs
+    assert len(calls) == 10
+    assert km.inertia_ <= flashkm.KMeans(6, init="random", n_init=1, random_state=0).fit(X).inertia_ * 1.5
+    a = flashkm.KMeans(6, random_state=3).fit(X)
+    b = flashkm.KMeans(6, random_state=3).fit(X)
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    assert flashkm.KMeans(6, random_state=np.random.RandomState(5)).fit(X).n_iter_ >= 1
+    assert flashkm.KMeans(6).fit(X).history_[0]["iteration"] == 1
+
+
+def test_verbose_prints_progress(capsys):
+    X = blobs(n=3000, d=5, k=6)
+    flashkm.KMeans(6, n_init=1, verbose=1, random_state=0).fit(X)
+    out = capsys.readouterr().out
+    assert "Iteration 0, inertia" in out
+    assert "Converged at iteration" in out
+
+
+def test_errors_like_scikit_learn():
+    X = blobs(n=100, d=3, k=3)
+    with pytest.raises(ValueError, match="n_clusters"):
+        flashkm.KMeans(0).fit(X)
+    with pytest.raises(ValueError, match="n_samples=100 should be >= n_clusters=101"):
+        flashkm.KMeans(101).fit(X)
+    bad = X.copy()
+    bad[7, 1] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        flashkm.KMeans(3).fit(bad)
+    with pytest.raises(NotFittedError):
+        flashkm.KMeans(3).predict(X)
+    with pytest.raises(ValueError, match="(?i)negative"):
+        flashkm.KMeans(3).fit(X, sample_weight=-np.ones(100))
+    with pytest.raises(ValueError, match="shape of the initial centers"):
+        flashkm.KMeans(3, init=X[:2]).fit(X)
+    km = flashkm.KMeans(3, n_init=1).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        km.predict(X[:, :2])
+    with pytest.raises(ValueError):
+        flashkm.KMeans(3, algorithm="elkan").fit(X)
+
+
+def test_engine_errors_become_value_errors():
+    # A C++ flashkm::Error reaching Python is a ValueError with the engine's message.
+    X = np.ascontiguousarray(blobs(n=50, d=3, k=2))
+    with pytest.raises(ValueError, match="n_clusters = 60"):
+        flashkm._core.fit(X, 60, "k-means++", None, n_init=1, max_iter=5, tol=0.0, seed=0,
+                          n_threads=0, sample_weight=None, callback=None, target="")
+    with pytest.raises(ValueError, match="SIMD target 'nope'"):
+        flashkm._core.fit(X, 2, "k-means++", None, n_init=1, max_iter=5, tol=0.0, seed=0,
+                          n_threads=0, sample_weight=None, callback=None, target="nope")
+
+
+def test_callback_exception_propagates():
+    X = np.ascontiguousarray(blobs(n=500, d=3, k=2))
+
+    def boom(stats):
+        raise KeyError("stop here")
+
+    with pytest.raises(KeyError, match="stop here"):
+        flashkm._core.fit(X, 2, "k-means++", None, n_init=1, max_iter=5, tol=0.0, seed=0,
+                          n_threads=0, sample_weight=None, callback=boom, target="")
+    assert set(flashkm.available_targets()) >= {"reference"}
