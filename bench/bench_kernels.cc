@@ -133,9 +133,15 @@ BENCHMARK(Sgemm)->Name("ceiling/sgemm")->Arg(4096)->Unit(benchmark::kMillisecond
 #endif
 
 BENCHMARK(ReadBandwidth)->Name("ceiling/read_bw")->Args({1000000, 128, 16})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(Assign)->Name("assign")->Args({100000, 128, 1024})->Args({1000000, 32, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(Update)->Name("update")->Args({1000000, 128, 1024})->Args({1000000, 32, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(Iteration)->Name("iteration")->Args({100000, 128, 1024})->Args({1000000, 32, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
+// The shapes, then the peer benchmark's wide ones (200k x 768 x 256; Fashion-MNIST's
+// 70k x 784 with K = 10).
+void Shapes(benchmark::internal::Benchmark* b) {
+  b->Args({100000, 128, 1024})->Args({1000000, 32, 256})->Args({200000, 768, 256})->Args({70000, 784, 10});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK(Assign)->Name("assign")->Apply(Shapes);
+BENCHMARK(Update)->Name("update")->Apply(Shapes)->Args({1000000, 128, 1024});
+BENCHMARK(Iteration)->Name("iteration")->Apply(Shapes);
 
 }  // namespace
 

@@ -131,6 +131,8 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
             return None
 
         def report(stats):
+            if stats["iteration"] == 1:
+                print("Initialization complete")
             print(f"Iteration {stats['iteration'] - 1}, inertia {stats['inertia']}.")
 
         return report

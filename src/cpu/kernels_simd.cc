@@ -332,6 +332,8 @@ HWY_INLINE hn::Vec<DF> LoadAsF64(DF df, const T* p) {
 // Sums of one run of points over the feature range [j0, j0 + u*L), u <= kUpd vectors, with the
 // accumulators in registers for the whole run (no load/store chains through memory).
 constexpr std::size_t kUpd = 4;
+// Bytes of rows per sub-run of the update: about half of L1.
+constexpr std::size_t kSubRunBytes = 24 * 1024;
 
 template <bool kWeighted, class T>
 HWY_INLINE void AccumulateChunk(const PointsRef<T>& pts, const std::uint32_t* HWY_RESTRICT idx,
@@ -352,15 +354,15 @@ HWY_INLINE void AccumulateChunk(const PointsRef<T>& pts, const std::uint32_t* HW
     c[v] = hn::LoadU(df, centroid + j0 + v * L);
   }
   // Rows are gathered in cluster order, which the hardware prefetcher cannot guess: on the
-  // first pass over a run, prefetch whole rows a few points ahead (also into the next run:
-  // idx is valid up to prefetch_limit).
+  // first pass over a run, prefetch whole rows ahead (also into the next run: idx is valid up to
+  // prefetch_limit), about 64 cache lines in flight whatever the row length.
   // prefetcht2 rather than t0: it measured faster here (the lines are used once, soon).
-  constexpr std::size_t kAhead = 16;
   const std::size_t row_bytes = pts.dim * sizeof(T);
+  const std::size_t ahead_rows = std::clamp<std::size_t>(64 * 64 / (row_bytes + 64), 2, 16);
   for (std::size_t t = 0; t < n; ++t) {
-    if (t + kAhead < prefetch_limit) {
+    if (t + ahead_rows < prefetch_limit) {
       // Every cache line the row touches (rows need not start on a line).
-      const auto first = reinterpret_cast<std::uintptr_t>(pts.x + idx[t + kAhead] * pts.stride);
+      const auto first = reinterpret_cast<std::uintptr_t>(pts.x + idx[t + ahead_rows] * pts.stride);
       for (std::uintptr_t a = first & ~std::uintptr_t{63}; a < first + row_bytes; a += 64) {
         __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 1);
       }
@@ -399,10 +401,17 @@ void AccumulateRunImpl(const PointsRef<T>& pts, const std::uint32_t* idx, std::s
   double ws = *wsum;
   for (std::size_t t = 0; t < n; ++t) ws += kWeighted ? weights[idx[t]] : 1.0;
   *wsum = ws;
-  // Feature chunks of kUpd vectors; the first pass brings the run's rows into cache.
-  for (std::size_t j0 = 0; j0 < vec_dims; j0 += kUpd * L) {
-    const std::size_t u = std::min(kUpd, (vec_dims - j0) / L);
-    AccumulateChunk<kWeighted>(pts, idx, n, weights, centroid, j0, u, sum, sq, j0 == 0 ? idx_valid : 0);
+  // Sub-runs whose rows fit in L1, each swept in feature chunks of kUpd vectors: the first
+  // chunk brings the rows in, the others find them there. (A whole run of wide rows would not
+  // stay in cache between chunks.) The additions per feature stay in point order.
+  const std::size_t sub = std::max<std::size_t>(4, kSubRunBytes / (dim * sizeof(T)));
+  for (std::size_t t0 = 0; t0 < n; t0 += sub) {
+    const std::size_t m = std::min(sub, n - t0);
+    for (std::size_t j0 = 0; j0 < vec_dims; j0 += kUpd * L) {
+      const std::size_t u = std::min(kUpd, (vec_dims - j0) / L);
+      AccumulateChunk<kWeighted>(pts, idx + t0, m, weights, centroid, j0, u, sum, sq,
+                                 j0 == 0 ? idx_valid - t0 : 0);
+    }
   }
   // The last dim % L features, point by point with the same arithmetic as the vector lanes.
   for (std::size_t t = 0; t < n; ++t) {
