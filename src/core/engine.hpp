@@ -47,6 +47,12 @@ class Engine {
   /// inertia sum_i w_i ||x_i - centroids[label_i]||^2 against the given (centred) centroids.
   virtual double update(const std::int32_t* labels, const double* centroids, std::size_t k,
                         double* sums, double* weights) = 0;
+
+  /// One Lloyd step: assign against `centroids` (as set_centroids + assign), then update (as
+  /// update) from those labels. An engine may fuse the two to stream X once. Returns the
+  /// inertia; *changed receives the number of labels that changed.
+  virtual double assign_update(const double* centroids, std::size_t k, std::int32_t* labels,
+                               T* dist, double* sums, double* weights, std::size_t* changed) = 0;
 };
 
 }  // namespace flashkm::detail

@@ -81,9 +81,9 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
   bool final_assign_needed = true;
   for (int it = 1; it <= options.max_iter; ++it) {
     const auto t0 = Clock::now();
-    engine.set_centroids(centroids.data(), k);
-    const std::size_t changed = engine.assign(run.labels.data(), dist.data());
-    const double inertia = engine.update(run.labels.data(), centroids.data(), k, sums.data(), wsums.data());
+    std::size_t changed = 0;
+    const double inertia = engine.assign_update(centroids.data(), k, run.labels.data(), dist.data(),
+                                                sums.data(), wsums.data(), &changed);
     std::fill(is_fixed.begin(), is_fixed.end(), 0);
     const std::size_t relocated =
         relocate_empty(engine, run.labels.data(), dist.data(), k, sums, wsums, fixed, is_fixed, zero_dist);
@@ -131,9 +131,9 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
   }
   if (final_assign_needed) {
     // The loop ended after an update: assign once more so labels match the returned centroids.
-    engine.set_centroids(centroids.data(), k);
-    engine.assign(run.labels.data(), dist.data());
-    run.inertia = engine.update(run.labels.data(), centroids.data(), k, sums.data(), wsums.data());
+    std::size_t changed = 0;
+    run.inertia = engine.assign_update(centroids.data(), k, run.labels.data(), dist.data(),
+                                       sums.data(), wsums.data(), &changed);
   }
   run.centroids = std::move(centroids);
   return run;
