@@ -1,6 +1,7 @@
 """flashkm.KMeans: scikit-learn's KMeans interface over the flashkm C++ engine."""
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import (
@@ -160,6 +161,10 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         else:
             # Explicit or callable init: one engine run per initialisation, the best kept.
             runs = 1 if not callable(self.init) else n_init
+            if not callable(self.init) and n_init != 1:
+                warnings.warn(
+                    "Explicit initial center position passed: performing only one init in "
+                    f"KMeans instead of n_init={n_init}.", RuntimeWarning, stacklevel=2)
             res = None
             for _ in range(runs):
                 centers = self.init(X, self.n_clusters, rs) if callable(self.init) else self.init

@@ -144,6 +144,8 @@ def test_init_variants():
     km = flashkm.KMeans(6, init=my_init, random_state=0).fit(X)  # n_init='auto' -> 10 runs
     assert len(calls) == 10
     assert km.inertia_ <= flashkm.KMeans(6, init="random", n_init=1, random_state=0).fit(X).inertia_ * 1.5
+    with pytest.warns(RuntimeWarning, match="only one init"):
+        flashkm.KMeans(6, init=X[:6], n_init=3).fit(X)
     a = flashkm.KMeans(6, random_state=3).fit(X)
     b = flashkm.KMeans(6, random_state=3).fit(X)
     np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
