@@ -27,7 +27,7 @@ template <class T>
 struct Packed {
   std::vector<T> storage;
   T* data = nullptr;
-  Packed(const KernelTable<T>& t, const std::vector<double>& c, std::size_t k, std::size_t d)
+  Packed(const detail::PanelKernels<T>& t, const std::vector<double>& c, std::size_t k, std::size_t d)
       : storage(t.packed_size(k, d) + 64 / sizeof(T)) {
     auto addr = reinterpret_cast<std::uintptr_t>(storage.data());
     data = reinterpret_cast<T*>((addr + 63) / 64 * 64);
@@ -40,12 +40,14 @@ struct Packed {
 // exact ties) and distances.
 TYPED_TEST(KernelTest, AssignAndDistancesMatchReferenceExactly) {
   using T = TypeParam;
-  const auto& ref = detail::reference_table<T>();
+  const auto& ref_table = detail::reference_table<T>();
+  const auto& ref = ref_table.wide;
   std::uint64_t seed = 1;
-  for (const auto* table : detail::kernel_tables<T>()) {
+  for (const auto* tab : detail::kernel_tables<T>()) {
+   for (const auto* table : {&tab->wide, &tab->narrow}) {
     for (std::size_t d : kDims) {
       for (auto [n, k] : kShapes) {
-        SCOPED_TRACE(::testing::Message() << table->name << " d=" << d << " n=" << n << " k=" << k);
+        SCOPED_TRACE(::testing::Message() << tab->name << " nr=" << table->nr << " d=" << d << " n=" << n << " k=" << k);
         const std::size_t stride = d + (seed % 3);  // misaligned rows too
         auto raw = testing::small_ints<T>(n, stride, seed++);
         auto shift = testing::small_ints<T>(1, d, seed++, 3);
@@ -92,34 +94,36 @@ TYPED_TEST(KernelTest, AssignAndDistancesMatchReferenceExactly) {
         // One centroid, from differences: exact too.
         std::vector<T> c0(cint.begin(), cint.begin() + static_cast<std::ptrdiff_t>(d));
         std::vector<T> o1(n), o2(n);
-        ref.sqdist_one(pts, c0.data(), 0, n, o1.data());
-        table->sqdist_one(pts, c0.data(), 0, n, o2.data());
+        ref_table.sqdist_one(pts, c0.data(), 0, n, o1.data());
+        tab->sqdist_one(pts, c0.data(), 0, n, o2.data());
         EXPECT_EQ(o1, o2);
         for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(o1[i], sr[i * (k + 1)]);
         // Up to kMaxFew centroids at once, from differences.
         const std::size_t m = std::min(k, detail::kMaxFew);
         std::vector<T> cf(cint.begin(), cint.begin() + static_cast<std::ptrdiff_t>(m * d));
         std::vector<T> f1(n * m), f2(n * m);
-        ref.sqdist_few(pts, cf.data(), m, 0, n, f1.data());
-        table->sqdist_few(pts, cf.data(), m, 0, n, f2.data());
+        ref_table.sqdist_few(pts, cf.data(), m, 0, n, f1.data());
+        tab->sqdist_few(pts, cf.data(), m, 0, n, f2.data());
         EXPECT_EQ(f1, f2);
         for (std::size_t i = 0; i < n; ++i) {
           for (std::size_t t = 0; t < m; ++t) ASSERT_EQ(f1[i * m + t], sr[i * (k + 1) + t]);
         }
       }
     }
+   }
   }
 }
 
 // Random real-valued data: labels agree with the reference except at genuine near-ties.
 TYPED_TEST(KernelTest, AssignOnRealDataMatchesReferenceUpToTies) {
   using T = TypeParam;
-  const auto& ref = detail::reference_table<T>();
+  const auto& ref = detail::reference_table<T>().wide;
   std::uint64_t seed = 100;
-  for (const auto* table : detail::kernel_tables<T>()) {
+  for (const auto* tab : detail::kernel_tables<T>()) {
+   for (const auto* table : {&tab->wide, &tab->narrow}) {
     for (std::size_t d : kDims) {
       const std::size_t n = 301, k = 43;
-      SCOPED_TRACE(::testing::Message() << table->name << " d=" << d);
+      SCOPED_TRACE(::testing::Message() << tab->name << " nr=" << table->nr << " d=" << d);
       auto X = testing::blobs<T>(n, d, 7, seed++, 1.0, 0.0);
       std::vector<T> shift(d, T(0));
       auto C = testing::pick_rows(X, d, testing::distinct_ids(n, k, seed++));
@@ -136,6 +140,7 @@ TYPED_TEST(KernelTest, AssignOnRealDataMatchesReferenceUpToTies) {
         EXPECT_NEAR(double(dt[i]), exact, (sizeof(T) == 4 ? 1e-4 : 1e-10) * (exact + d));
       }
     }
+   }
   }
 }
 

@@ -103,12 +103,13 @@ class CpuEngine final : public Engine<T> {
 
   void set_centroids(const double* centroids, std::size_t k) override {
     k_ = k;
-    const std::size_t need = table_->packed_size(k, x_.cols);
+    panel_ = k <= table_->narrow.nr ? &table_->narrow : &table_->wide;
+    const std::size_t need = panel_->packed_size(k, x_.cols);
     if (need > packed_cap_) {
       packed_ = hwy::AllocateAligned<T>(need);
       packed_cap_ = need;
     }
-    table_->pack_centroids(centroids, k, x_.cols, packed_.get());
+    panel_->pack_centroids(centroids, k, x_.cols, packed_.get());
   }
 
   std::size_t assign(std::int32_t* labels, T* dist) override {
@@ -119,7 +120,7 @@ class CpuEngine final : public Engine<T> {
     for (std::size_t t = 0; t < ntasks; ++t) {
       const std::size_t r0 = t * chunk;
       const std::size_t r1 = std::min(x_.rows, r0 + chunk);
-      changed += table_->assign_rows(pts_, packed_.get(), k_, r0, r1, labels, dist);
+      changed += panel_->assign_rows(pts_, packed_.get(), k_, r0, r1, labels, dist);
     }
     return changed;
   }
@@ -181,7 +182,7 @@ class CpuEngine final : public Engine<T> {
     for (std::size_t t = 0; t < ntasks; ++t) {
       const std::size_t r0 = t * chunk;
       const std::size_t r1 = std::min(x_.rows, r0 + chunk);
-      table_->sqdist_rows(pts_, packed_.get(), k_, r0, r1, out + r0 * k_, k_);
+      panel_->sqdist_rows(pts_, packed_.get(), k_, r0, r1, out + r0 * k_, k_);
     }
   }
 
@@ -318,7 +319,7 @@ class CpuEngine final : public Engine<T> {
         for (std::size_t w = 0; w < nw; ++w) {
           const std::size_t r0 = (t0 + w) * tr;
           const std::size_t r1 = std::min(n, r0 + tr);
-          tile_changed[w] = table_->assign_rows(pts_, packed_.get(), k, r0, r1, labels, dist);
+          tile_changed[w] = panel_->assign_rows(pts_, packed_.get(), k, r0, r1, labels, dist);
           std::fill(off.begin(), off.end(), 0u);
           for (std::size_t i = r0; i < r1; ++i) ++off[static_cast<std::size_t>(labels[i]) + 1];
           for (std::size_t c = 0; c < k; ++c) off[c + 1] += off[c];
@@ -451,6 +452,7 @@ class CpuEngine final : public Engine<T> {
   const double* weights_;
   int threads_;
   const KernelTable<T>* table_;
+  const PanelKernels<T>* panel_ = nullptr;  // the panel width chosen for the current K
   std::vector<double> mean_;
   std::vector<double> shift_;
   std::vector<T> shift_t_;

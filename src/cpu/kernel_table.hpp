@@ -28,10 +28,10 @@ struct PointsRef {
 /// Most centroids sqdist_few takes at once (k-means++ uses 2 + ln K of them).
 inline constexpr std::size_t kMaxFew = 16;
 
+/// The FlashAssign kernels for one panel width (see the contract above).
 template <class T>
-struct KernelTable {
-  const char* name;  // the Highway target name of the code that runs, or "reference"
-  std::size_t nr;    // centroids per packed panel
+struct PanelKernels {
+  std::size_t nr;  // centroids per packed panel
 
   /// T elements needed to pack k centroids of dimension dim (panels + norms).
   std::size_t (*packed_size)(std::size_t k, std::size_t dim);
@@ -48,6 +48,16 @@ struct KernelTable {
   /// Squared distances of rows [r0, r1) to all k packed centroids, out[(r - r0) * ldo + c].
   void (*sqdist_rows)(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
                       std::size_t r1, T* out, std::size_t ldo);
+};
+
+template <class T>
+struct KernelTable {
+  const char* name;  // the Highway target name of the code that runs, or "reference"
+
+  /// The register panel as wide as the target allows, and a one-vector panel for K <= its nr
+  /// (the engine picks by K; both follow the same contract).
+  PanelKernels<T> wide;
+  PanelKernels<T> narrow;
 
   /// Squared distances of rows [r0, r1) to one centred centroid (given in T, dim values),
   /// computed from the differences (no norm expansion): out[r - r0]. Bandwidth-bound; used to

@@ -20,19 +20,21 @@ HWY_BEFORE_NAMESPACE();
 namespace flashkm::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Register tile of the FlashAssign micro-kernel: kMR points x kNV vectors of centroids.
-// The accumulators (kMR * kNV), kNV centroid loads and one broadcast must fit the register file
+// Register tile of the FlashAssign micro-kernel: kMR points x NV vectors of centroids, NV =
+// kWideNV, or 1 for the narrow panel used when K fits one vector (K = 8 or 10 would leave most
+// of a wide panel as padding).
+// The accumulators (kMR * NV), NV centroid loads and one broadcast must fit the register file
 // without spilling, as in a BLIS sgemm micro-kernel: AVX-512 has 32 registers -> 12 x 2 (24
 // accumulators, 27 live); AVX2/SSE4 have 16 -> 6 x 2 (12 accumulators, 15 live).
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
 constexpr std::size_t kMR = 4;
-constexpr std::size_t kNV = 4;
+constexpr std::size_t kWideNV = 4;
 #elif HWY_TARGET <= HWY_AVX3
 constexpr std::size_t kMR = 12;
-constexpr std::size_t kNV = 2;
+constexpr std::size_t kWideNV = 2;
 #else
 constexpr std::size_t kMR = 6;
-constexpr std::size_t kNV = 2;
+constexpr std::size_t kWideNV = 2;
 #endif
 
 // Points packed per block: the block (rows x dim) stays in L2 while every centroid panel
@@ -42,21 +44,21 @@ constexpr std::size_t kBlockBytes = 192 * 1024;
 template <class T>
 using Tag = hn::ScalableTag<T>;
 
-template <class T>
+template <class T, std::size_t NV>
 std::size_t PanelWidth() {
-  return kNV * hn::Lanes(Tag<T>());
+  return NV * hn::Lanes(Tag<T>());
 }
 
-template <class T>
+template <class T, std::size_t NV>
 std::size_t PackedSize(std::size_t k, std::size_t dim) {
-  const std::size_t nr = PanelWidth<T>();
+  const std::size_t nr = PanelWidth<T, NV>();
   const std::size_t kpad = (k + nr - 1) / nr * nr;
   return kpad * dim + kpad;
 }
 
-template <class T>
+template <class T, std::size_t NV>
 void PackCentroids(const double* c, std::size_t k, std::size_t dim, T* packed) {
-  const std::size_t nr = PanelWidth<T>();
+  const std::size_t nr = PanelWidth<T, NV>();
   const std::size_t npanels = (k + nr - 1) / nr;
   T* norms = packed + npanels * nr * dim;
   for (std::size_t p = 0; p < npanels; ++p) {
@@ -116,26 +118,26 @@ void PackSliver(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* HWY_RE
 }
 
 // The register-blocked micro-kernel: acc[i][v] = sum_j xp[i][j] * panel[j][v*L + lane].
-template <class T, class V>
+template <std::size_t NV, class T, class V>
 HWY_INLINE void DotTile(const T* HWY_RESTRICT xp, std::size_t dim, const T* HWY_RESTRICT panel,
-                        V (&acc)[kMR][kNV]) {
+                        V (&acc)[kMR][NV]) {
   const Tag<T> d;
   const std::size_t L = hn::Lanes(d);
-  const std::size_t nr = kNV * L;
+  const std::size_t nr = NV * L;
 #pragma GCC unroll 16
   for (std::size_t i = 0; i < kMR; ++i) {
 #pragma GCC unroll 16
-    for (std::size_t v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(d);
+    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::Zero(d);
   }
   for (std::size_t j = 0; j < dim; ++j) {
-    V c[kNV];
+    V c[NV];
 #pragma GCC unroll 16
-    for (std::size_t v = 0; v < kNV; ++v) c[v] = hn::Load(d, panel + j * nr + v * L);
+    for (std::size_t v = 0; v < NV; ++v) c[v] = hn::Load(d, panel + j * nr + v * L);
 #pragma GCC unroll 16
     for (std::size_t i = 0; i < kMR; ++i) {
       const V xb = hn::Set(d, xp[i * dim + j]);
 #pragma GCC unroll 16
-      for (std::size_t v = 0; v < kNV; ++v) acc[i][v] = hn::MulAdd(xb, c[v], acc[i][v]);
+      for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::MulAdd(xb, c[v], acc[i][v]);
     }
   }
 }
@@ -147,13 +149,13 @@ std::size_t BlockRows(std::size_t dim) {
   return slivers * kMR;
 }
 
-template <class T>
+template <class T, std::size_t NV>
 std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
                        std::size_t r1, std::int32_t* labels, T* dist) {
   using V = hn::Vec<Tag<T>>;
   const Tag<T> d;
   const std::size_t L = hn::Lanes(d);
-  const std::size_t nr = kNV * L;
+  const std::size_t nr = NV * L;
   const std::size_t dim = pts.dim;
   const std::size_t npanels = (k + nr - 1) / nr;
   const T* norms = packed + npanels * nr * dim;
@@ -180,18 +182,18 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
     for (std::size_t p = 0; p < npanels; ++p) {
       const T* panel = packed + p * nr * dim;
       const T* pn = norms + p * nr;
-      V idx[kNV];
-      for (std::size_t v = 0; v < kNV; ++v) idx[v] = hn::Iota(d, static_cast<T>(p * nr + v * L));
+      V idx[NV];
+      for (std::size_t v = 0; v < NV; ++v) idx[v] = hn::Iota(d, static_cast<T>(p * nr + v * L));
       for (std::size_t s = 0; s < nsl; ++s) {
-        V acc[kMR][kNV];
-        DotTile(xp.get() + s * kMR * dim, dim, panel, acc);
+        V acc[kMR][NV];
+        DotTile<NV>(xp.get() + s * kMR * dim, dim, panel, acc);
 #pragma GCC unroll 16
         for (std::size_t i = 0; i < kMR; ++i) {
           // d - ||x||^2 = ||c||^2 - 2 x.c; strict < keeps the lowest index on ties because
           // indices grow along v and along panels.
           V best = hn::MulAdd(acc[i][0], minus2, hn::Load(d, pn));
           V bidx = idx[0];
-          for (std::size_t v = 1; v < kNV; ++v) {
+          for (std::size_t v = 1; v < NV; ++v) {
             const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, pn + v * L));
             const auto lt = hn::Lt(sv, best);
             best = hn::IfThenElse(lt, sv, best);
@@ -221,13 +223,13 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
   return changed;
 }
 
-template <class T>
+template <class T, std::size_t NV>
 void SqDistRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
                 std::size_t r1, T* out, std::size_t ldo) {
   using V = hn::Vec<Tag<T>>;
   const Tag<T> d;
   const std::size_t L = hn::Lanes(d);
-  const std::size_t nr = kNV * L;
+  const std::size_t nr = NV * L;
   const std::size_t dim = pts.dim;
   const std::size_t npanels = (k + nr - 1) / nr;
   const T* norms = packed + npanels * nr * dim;
@@ -239,11 +241,11 @@ void SqDistRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::si
     const std::size_t m = std::min(kMR, r1 - r);
     PackSliver(pts, r, m, xp.get(), xnorm);
     for (std::size_t p = 0; p < npanels; ++p) {
-      V acc[kMR][kNV];
-      DotTile(xp.get(), dim, packed + p * nr * dim, acc);
+      V acc[kMR][NV];
+      DotTile<NV>(xp.get(), dim, packed + p * nr * dim, acc);
       const std::size_t kv = std::min(nr, k - p * nr);
       for (std::size_t i = 0; i < m; ++i) {
-        for (std::size_t v = 0; v < kNV; ++v) {
+        for (std::size_t v = 0; v < NV; ++v) {
           const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, norms + p * nr + v * L));
           hn::Store(hn::Add(sv, hn::Set(d, xnorm[i])), d, tile.get() + v * L);
         }
@@ -443,11 +445,15 @@ void AccumulateRun(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_
 
 template <class T>
 const KernelTable<T>* Table() {
-  static const KernelTable<T> table{hwy::TargetName(HWY_TARGET), PanelWidth<T>(),
-                                    &PackedSize<T>,               &PackCentroids<T>,
-                                    &AssignRows<T>,               &SqDistRows<T>,
-                                    &SqDistOne<T>,                &SqDistFew<T>,
-                                    &AccumulateRun<T>};
+  static const KernelTable<T> table{
+      hwy::TargetName(HWY_TARGET),
+      {PanelWidth<T, kWideNV>(), &PackedSize<T, kWideNV>, &PackCentroids<T, kWideNV>,
+       &AssignRows<T, kWideNV>, &SqDistRows<T, kWideNV>},
+      {PanelWidth<T, 1>(), &PackedSize<T, 1>, &PackCentroids<T, 1>, &AssignRows<T, 1>,
+       &SqDistRows<T, 1>},
+      &SqDistOne<T>,
+      &SqDistFew<T>,
+      &AccumulateRun<T>};
   return &table;
 }
 

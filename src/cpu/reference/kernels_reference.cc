@@ -129,9 +129,11 @@ void ref_accumulate(const PointsRef<T>& pts, const std::uint32_t* idx, std::size
 
 template <class T>
 const KernelTable<T>& reference_table() {
-  static const KernelTable<T> table{"reference",      1,           &ref_packed_size<T>,
-                                    &ref_pack<T>,     &ref_assign<T>, &ref_sqdist<T>,
-                                    &ref_sqdist_one<T>, &ref_sqdist_few<T>, &ref_accumulate<T>};
+  // One layout serves as both the wide and the narrow panel.
+  static const PanelKernels<T> panel{1, &ref_packed_size<T>, &ref_pack<T>, &ref_assign<T>,
+                                     &ref_sqdist<T>};
+  static const KernelTable<T> table{"reference", panel, panel, &ref_sqdist_one<T>,
+                                    &ref_sqdist_few<T>, &ref_accumulate<T>};
   return table;
 }
 
