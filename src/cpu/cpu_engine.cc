@@ -113,33 +113,25 @@ class CpuEngine final : public Engine<T> {
   }
 
   std::size_t assign(std::int32_t* labels, T* dist) override {
-    const std::size_t chunk = task_rows();
-    const std::size_t ntasks = (x_.rows + chunk - 1) / chunk;
     std::size_t changed = 0;
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) reduction(+ : changed)
-    for (std::size_t t = 0; t < ntasks; ++t) {
-      const std::size_t r0 = t * chunk;
-      const std::size_t r1 = std::min(x_.rows, r0 + chunk);
-      changed += panel_->assign_rows(pts_, packed_.get(), k_, r0, r1, labels, dist);
-    }
+    for_row_tasks([&](std::size_t r0, std::size_t r1) {
+      const std::size_t c = panel_->assign_rows(pts_, packed_.get(), k_, r0, r1, labels, dist);
+#pragma omp atomic
+      changed += c;
+    });
     return changed;
   }
 
   void lower_closest(const double* centroid, T* closest) override {
     std::vector<T> c(centroid, centroid + x_.cols);
-    const std::size_t chunk = task_rows();
-    const std::size_t ntasks = (x_.rows + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-    for (std::size_t t = 0; t < ntasks; ++t) {
-      const std::size_t r0 = t * chunk;
-      const std::size_t r1 = std::min(x_.rows, r0 + chunk);
+    for_row_tasks([&](std::size_t r0, std::size_t r1) {
       T d[kOneRows];
       for (std::size_t r = r0; r < r1; r += kOneRows) {
         const std::size_t m = std::min(kOneRows, r1 - r);
         table_->sqdist_one(pts_, c.data(), r, r + m, d);
         for (std::size_t i = 0; i < m; ++i) closest[r + i] = std::min(closest[r + i], d[i]);
       }
-    }
+    });
   }
 
   void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) override {
@@ -176,14 +168,9 @@ class CpuEngine final : public Engine<T> {
   }
 
   void sqdistances(T* out) override {
-    const std::size_t chunk = task_rows();
-    const std::size_t ntasks = (x_.rows + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-    for (std::size_t t = 0; t < ntasks; ++t) {
-      const std::size_t r0 = t * chunk;
-      const std::size_t r1 = std::min(x_.rows, r0 + chunk);
+    for_row_tasks([&](std::size_t r0, std::size_t r1) {
       panel_->sqdist_rows(pts_, packed_.get(), k_, r0, r1, out + r0 * k_, k_);
-    }
+    });
   }
 
   double update(const std::int32_t* labels, const double* centroids, std::size_t k, double* sums,
@@ -370,10 +357,16 @@ class CpuEngine final : public Engine<T> {
     }
   }
 
-  std::size_t task_rows() const {
-    // Enough tasks for dynamic balancing, each large enough to amortise scratch set-up.
+  // Runs fn(r0, r1) over all rows in parallel tasks: enough of them for dynamic balancing, each
+  // large enough to amortise its scratch set-up. For per-row work only (the split varies with
+  // the thread count).
+  template <class Fn>
+  void for_row_tasks(Fn&& fn) {
     const std::size_t per = x_.rows / (static_cast<std::size_t>(threads_) * 8) + 1;
-    return std::clamp<std::size_t>(per, 64, 8192);
+    const std::size_t chunk = std::clamp<std::size_t>(per, 64, 8192);
+    const std::size_t ntasks = (x_.rows + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+    for (std::size_t t = 0; t < ntasks; ++t) fn(t * chunk, std::min(x_.rows, (t + 1) * chunk));
   }
 
   // Counting sort of labels: offsets_[c]..offsets_[c+1] is cluster c's run in perm_, each run in
