@@ -42,10 +42,11 @@ void check_centroids(MatrixView<T> X, MatrixView<T> centroids) {
   detail::check_finite(centroids, "centroids");
 }
 
-// An engine over X with `centroids` set (centred on X's shift).
+// An engine over X with `centroids` set (centred on X's shift, also returned in `centred`).
 template <class T>
 std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> centroids,
-                                              const PredictOptions& options) {
+                                              const PredictOptions& options,
+                                              std::vector<double>* centred = nullptr) {
   detail::check_view(X, "X");
   check_centroids(X, centroids);
   detail::check_weights(options.sample_weight, X.rows);
@@ -56,8 +57,9 @@ std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> cen
     throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
   }
   auto engine = detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target);
-  const std::vector<double> c = centred_copy(*engine, CentroidsView{centroids});
+  std::vector<double> c = centred_copy(*engine, CentroidsView{centroids});
   engine->set_centroids(c.data(), centroids.rows);
+  if (centred) *centred = std::move(c);
   return engine;
 }
 
@@ -131,16 +133,17 @@ std::vector<T> transform(MatrixView<T> X, MatrixView<T> centroids, const Predict
 
 template <class T>
 double score(MatrixView<T> X, MatrixView<T> centroids, const PredictOptions& options) {
-  auto engine = engine_for(X, centroids, options);
+  std::vector<double> c;
+  auto engine = engine_for(X, centroids, options, &c);
+  const std::size_t k = centroids.rows;
   std::vector<std::int32_t> labels(X.rows, -1);
   std::vector<T> dist(X.rows);
-  engine->assign(labels.data(), dist.data());
-  const std::size_t k = centroids.rows;
-  std::vector<double> c = centred_copy(*engine, CentroidsView{centroids});
   std::vector<double> sums(k * X.cols), wsums(k);
+  std::size_t changed = 0;
   // The inertia of the update pass is exact (float64 differences), unlike the kernel's
   // expanded distances.
-  return -engine->update(labels.data(), c.data(), k, sums.data(), wsums.data());
+  return -engine->assign_update(c.data(), k, labels.data(), dist.data(), sums.data(), wsums.data(),
+                                &changed);
 }
 
 std::vector<std::string> available_targets() { return detail::cpu_target_names(); }

@@ -78,26 +78,17 @@ class CpuEngine final : public Engine<T> {
 
   double mean_variance() override {
     const std::size_t dim = x_.cols;
-    const std::size_t nb = (x_.rows + kStatRows - 1) / kStatRows;
-    std::vector<double> part(nb * dim, 0.0);
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-    for (std::size_t b = 0; b < nb; ++b) {
-      double* p = part.data() + b * dim;
-      const std::size_t end = std::min(x_.rows, (b + 1) * kStatRows);
-      for (std::size_t i = b * kStatRows; i < end; ++i) {
+    const std::vector<double> sq = block_sums(dim, [&](std::size_t r0, std::size_t r1, double* p) {
+      for (std::size_t i = r0; i < r1; ++i) {
         const T* row = x_.row(i);
         for (std::size_t j = 0; j < dim; ++j) {
           const double e = static_cast<double>(row[j]) - mean_[j];
           p[j] += e * e;
         }
       }
-    }
+    });
     double total = 0;
-    for (std::size_t j = 0; j < dim; ++j) {
-      double s = 0;
-      for (std::size_t b = 0; b < nb; ++b) s += part[b * dim + j];
-      total += s / static_cast<double>(x_.rows);
-    }
+    for (std::size_t j = 0; j < dim; ++j) total += sq[j] / static_cast<double>(x_.rows);
     return total / static_cast<double>(dim);
   }
 
@@ -136,35 +127,23 @@ class CpuEngine final : public Engine<T> {
 
   void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) override {
     std::vector<T> cands(candidates, candidates + m * x_.cols);
-    const std::size_t nb = (x_.rows + kStatRows - 1) / kStatRows;
-    std::vector<double> part(nb * m, 0.0);
-#pragma omp parallel num_threads(threads_)
-    {
-      std::vector<T> d(kOneRows * kMaxFew);
-#pragma omp for schedule(dynamic, 1)
-      for (std::size_t b = 0; b < nb; ++b) {
-        const std::size_t end = std::min(x_.rows, (b + 1) * kStatRows);
-        double* p = part.data() + b * m;
-        for (std::size_t r = b * kStatRows; r < end; r += kOneRows) {
-          const std::size_t rows = std::min(kOneRows, end - r);
-          for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
-            const std::size_t mm = std::min(kMaxFew, m - t0);
-            table_->sqdist_few(pts_, cands.data() + t0 * x_.cols, mm, r, r + rows, d.data());
-            for (std::size_t i = 0; i < rows; ++i) {
-              const double w = weights_ ? weights_[r + i] : 1.0;
-              for (std::size_t t = 0; t < mm; ++t) {
-                p[t0 + t] += w * static_cast<double>(std::min(closest[r + i], d[i * mm + t]));
-              }
+    const std::vector<double> total = block_sums(m, [&](std::size_t r0, std::size_t r1, double* p) {
+      T d[kOneRows * kMaxFew];
+      for (std::size_t r = r0; r < r1; r += kOneRows) {
+        const std::size_t rows = std::min(kOneRows, r1 - r);
+        for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
+          const std::size_t mm = std::min(kMaxFew, m - t0);
+          table_->sqdist_few(pts_, cands.data() + t0 * x_.cols, mm, r, r + rows, d);
+          for (std::size_t i = 0; i < rows; ++i) {
+            const double w = weights_ ? weights_[r + i] : 1.0;
+            for (std::size_t t = 0; t < mm; ++t) {
+              p[t0 + t] += w * static_cast<double>(std::min(closest[r + i], d[i * mm + t]));
             }
           }
         }
       }
-    }
-    for (std::size_t c = 0; c < m; ++c) {
-      double s = 0;
-      for (std::size_t b = 0; b < nb; ++b) s += part[b * m + c];
-      pot[c] = s;
-    }
+    });
+    std::copy(total.begin(), total.end(), pot);
   }
 
   void sqdistances(T* out) override {
@@ -403,29 +382,44 @@ class CpuEngine final : public Engine<T> {
     }
   }
 
-  void compute_mean() {
-    const std::size_t dim = x_.cols;
+  // Sums over the rows of X of width values per row, in fixed blocks of kStatRows rows run in
+  // parallel: fn(r0, r1, part) adds block [r0, r1)'s values into its own zeroed part[width];
+  // the blocks' parts are then added in block order, so the totals do not depend on the
+  // thread count.
+  template <class Fn>
+  std::vector<double> block_sums(std::size_t width, Fn&& fn) {
     const std::size_t nb = (x_.rows + kStatRows - 1) / kStatRows;
-    std::vector<double> part(nb * dim, 0.0);
-    // First non-finite value of each block, as a flat index; the smallest wins.
-    std::vector<std::size_t> bad(nb, std::numeric_limits<std::size_t>::max());
+    std::vector<double> part(nb * width, 0.0);
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
     for (std::size_t b = 0; b < nb; ++b) {
-      double* p = part.data() + b * dim;
-      const std::size_t end = std::min(x_.rows, (b + 1) * kStatRows);
-      for (std::size_t i = b * kStatRows; i < end && bad[b] == std::numeric_limits<std::size_t>::max(); ++i) {
+      fn(b * kStatRows, std::min(x_.rows, (b + 1) * kStatRows), part.data() + b * width);
+    }
+    std::vector<double> total(width, 0.0);
+    for (std::size_t j = 0; j < width; ++j) {
+      for (std::size_t b = 0; b < nb; ++b) total[j] += part[b * width + j];
+    }
+    return total;
+  }
+
+  void compute_mean() {
+    const std::size_t dim = x_.cols;
+    // First non-finite value seen, as a flat index; the smallest wins.
+    constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+    std::size_t first_bad = kNone;
+    const std::vector<double> sums = block_sums(dim, [&](std::size_t r0, std::size_t r1, double* p) {
+      for (std::size_t i = r0; i < r1; ++i) {
         const T* row = x_.row(i);
         for (std::size_t j = 0; j < dim; ++j) {
           if (!std::isfinite(row[j])) {
-            bad[b] = i * dim + j;
-            break;
+#pragma omp critical(flashkm_first_bad)
+            first_bad = std::min(first_bad, i * dim + j);
+            return;
           }
           p[j] += static_cast<double>(row[j]);
         }
       }
-    }
-    const std::size_t first_bad = *std::min_element(bad.begin(), bad.end());
-    if (first_bad != std::numeric_limits<std::size_t>::max()) {
+    });
+    if (first_bad != kNone) {
       const std::size_t r = first_bad / dim, c = first_bad % dim;
       const double v = static_cast<double>(x_.row(r)[c]);
       throw InvalidData(std::string("X contains ") + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") +
@@ -433,9 +427,7 @@ class CpuEngine final : public Engine<T> {
     }
     mean_.assign(dim, 0.0);
     for (std::size_t j = 0; j < dim; ++j) {
-      double s = 0;
-      for (std::size_t b = 0; b < nb; ++b) s += part[b * dim + j];
-      mean_[j] = s / static_cast<double>(x_.rows);
+      mean_[j] = sums[j] / static_cast<double>(x_.rows);
       shift_t_[j] = static_cast<T>(mean_[j]);
       shift_[j] = static_cast<double>(shift_t_[j]);
     }
