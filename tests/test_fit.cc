@@ -28,10 +28,7 @@ template <class T>
 void check_against_reference(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k,
                              const std::vector<double>& C0, const std::vector<double>& w, int max_iter,
                              double tol) {
-  KMeansOptions o;
-  o.n_clusters = k;
-  o.init = InitMethod::kExplicit;
-  o.init_centroids = MatrixView<double>(C0.data(), k, d);
+  KMeansOptions o = testing::explicit_init(C0, k, d);
   o.max_iter = max_iter;
   o.tol = tol;
   o.sample_weight = w;
@@ -107,10 +104,7 @@ TYPED_TEST(FitTest, KEqualsNEveryPointItsOwnCluster) {
   std::vector<std::size_t> ids(n);
   for (std::size_t i = 0; i < n; ++i) ids[i] = (i * 37) % n;
   const auto C0 = testing::pick_rows(X, d, ids);
-  KMeansOptions o;
-  o.n_clusters = n;
-  o.init = InitMethod::kExplicit;
-  o.init_centroids = MatrixView<double>(C0.data(), n, d);
+  KMeansOptions o = testing::explicit_init(C0, n, d);
   const auto r = fit(MatrixView<T>(X.data(), n, d), o);
   // The first update moves nothing: converged on tolerance after one iteration.
   EXPECT_TRUE(r.converged);
@@ -156,10 +150,7 @@ TYPED_TEST(FitTest, EmptyClusterIsRelocatedToFarthestPoint) {
   const std::size_t n = 7, d = 2, k = 3;
   std::vector<double> C0 = {0, 0, 10, 10, -1000, -1000};
   check_against_reference(X, n, d, k, C0, {}, 20, 0.0);
-  KMeansOptions o;
-  o.n_clusters = k;
-  o.init = InitMethod::kExplicit;
-  o.init_centroids = MatrixView<double>(C0.data(), k, d);
+  KMeansOptions o = testing::explicit_init(C0, k, d);
   const auto r = fit(MatrixView<T>(X.data(), n, d), o);
   ASSERT_GE(r.history.size(), 1u);
   EXPECT_EQ(r.history[0].empty_relocated, 1u);

@@ -35,10 +35,7 @@ TEST(Targets, OptionForcesEveryTargetAndResultsAgree) {
   auto X = testing::small_ints<float>(n, d, 3);
   const auto ids = testing::distinct_ids(n, k, 4);
   const auto C0 = testing::pick_rows(X, d, ids);
-  KMeansOptions o;
-  o.n_clusters = k;
-  o.init = InitMethod::kExplicit;
-  o.init_centroids = MatrixView<double>(C0.data(), k, d);
+  KMeansOptions o = testing::explicit_init(C0, k, d);
   o.max_iter = 5;
   std::vector<KMeansResult<float>> results;
   for (const auto& name : available_targets()) {

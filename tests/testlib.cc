@@ -45,6 +45,14 @@ std::vector<double> pick_rows(const std::vector<T>& X, std::size_t d, const std:
   return C;
 }
 
+KMeansOptions explicit_init(const std::vector<double>& C0, std::size_t k, std::size_t d) {
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.init = InitMethod::kExplicit;
+  o.init_centroids = MatrixView<double>(C0.data(), k, d);
+  return o;
+}
+
 std::vector<std::size_t> distinct_ids(std::size_t n, std::size_t k, std::uint64_t seed) {
   std::vector<std::size_t> ids(n);
   std::iota(ids.begin(), ids.end(), 0);

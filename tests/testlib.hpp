@@ -20,6 +20,9 @@ std::vector<T> blobs(std::size_t n, std::size_t d, std::size_t k, std::uint64_t 
 template <class T>
 std::vector<T> small_ints(std::size_t n, std::size_t d, std::uint64_t seed, int range = 8);
 
+/// Options that start a fit from the k x d float64 centroids C0 (which must outlive them).
+KMeansOptions explicit_init(const std::vector<double>& C0, std::size_t k, std::size_t d);
+
 /// Rows `ids` of X (n x d) as a K x d float64 matrix.
 template <class T>
 std::vector<double> pick_rows(const std::vector<T>& X, std::size_t d, const std::vector<std::size_t>& ids);
