@@ -7,7 +7,7 @@ ARCHER := /usr/lib/llvm-14/lib/libarcher.so
 PYTHON ?= python3
 VENV := $(BUILD)/venv
 
-.PHONY: all deps build demo test test-release test-asan test-tsan test-python bench clean
+.PHONY: all deps build demo test test-release test-asan test-tsan test-python test-fuzz bench clean
 
 all: build
 
@@ -24,7 +24,7 @@ build: deps $(BUILD)/release/Makefile
 demo: build
 	$(BUILD)/release/examples/flashkm_demo
 
-test: test-release test-asan test-tsan test-python
+test: test-release test-asan test-tsan test-python test-fuzz
 
 test-release: build
 	cd $(BUILD)/release && ctest --output-on-failure -j $(JOBS)
@@ -56,6 +56,10 @@ $(VENV)/bin/python: | deps
 test-python: $(VENV)/bin/python
 	$(VENV)/bin/pip install -q ".[test]"
 	cd $(BUILD) && venv/bin/python -m pytest -q ../python/tests
+
+# Every file parser under libFuzzer (clang), for a short bounded time each.
+test-fuzz: deps
+	bash fuzz/run.sh $(BUILD)/fuzz
 
 # Kernel benchmarks with the machine's ceilings measured in the same run (medians of 5).
 bench: build

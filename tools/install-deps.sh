@@ -10,6 +10,8 @@ packages=(
   libopenblas-dev                 # sgemm ceiling in the benchmarks
   dataset-fashion-mnist           # the real data set of the demo and the tests
   python3-dev python3-venv        # the Python package (built in a virtual environment)
+  libcli11-dev                    # CLI11: the command line of the flashkm tool
+  chromium                        # headless rendering of the HTML report in its test
 )
 missing=()
 for p in "${packages[@]}"; do
