@@ -9,6 +9,7 @@
 #include "flashkm/matrix_view.hpp"
 #include "flashkm/options.hpp"
 #include "flashkm/result.hpp"
+#include "flashkm/source.hpp"
 
 namespace flashkm {
 
@@ -18,9 +19,24 @@ namespace flashkm {
 template <class T>
 KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options);
 
+/// The same on rows streamed from a RowSource (data larger than memory): one pass over the
+/// source per Lloyd iteration, two per k-means++ centre, and bitwise the result of fit() on
+/// the same rows in memory. Memory: O(N) for labels and distances plus what the source holds.
+template <class T>
+KMeansResult<T> fit(RowSource<T>& source, const KMeansOptions& options);
+
+/// Rows in a RowSource's chunk granule for data of `cols` features of `elem_size` bytes: a
+/// power of two, about 16 MiB of rows (at least 64 rows).
+std::size_t row_source_granule(std::size_t cols, std::size_t elem_size);
+
 /// Index of the nearest centroid for every row of X (ties go to the lowest index).
 template <class T>
 std::vector<std::int32_t> predict(MatrixView<T> X, MatrixView<T> centroids,
+                                  const PredictOptions& options = {});
+
+/// predict() on rows streamed from a RowSource, in one pass.
+template <class T>
+std::vector<std::int32_t> predict(RowSource<T>& source, MatrixView<T> centroids,
                                   const PredictOptions& options = {});
 
 /// Euclidean (not squared) distance of every row of X to every centroid: N x K, row-major.

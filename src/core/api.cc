@@ -63,24 +63,20 @@ std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> cen
   return engine;
 }
 
-}  // namespace
-
+// The driver around an engine: init runs, Lloyd, the best run's result.
 template <class T>
-KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
-  detail::check_view(X, "X");
-  detail::check_options(options, X.rows, X.cols, std::is_same_v<T, float>);
-  detail::check_weights(options.sample_weight, X.rows);
-  auto engine = detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target);
+KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMeansOptions& options) {
+  const std::size_t dim = engine->cols();
   const std::size_t k = options.n_clusters;
   const double mean_var = engine->mean_variance();
   const double tol_abs = options.tol * mean_var;
   // Squared distances below rounding noise of the data's total variance are duplicates.
   const double zero_dist =
-      16 * std::numeric_limits<T>::epsilon() * mean_var * static_cast<double>(X.cols);
+      16 * std::numeric_limits<T>::epsilon() * mean_var * static_cast<double>(dim);
 
   KMeansResult<T> result;
   result.n_clusters = k;
-  result.n_features = X.cols;
+  result.n_features = dim;
   result.target = engine->target();
   std::mt19937_64 rng(options.seed);
   const int runs = options.init == InitMethod::kExplicit ? 1 : options.n_init;
@@ -99,10 +95,10 @@ KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
     }
   }
   const double* shift = engine->shift();
-  result.centroids.resize(k * X.cols);
+  result.centroids.resize(k * dim);
   for (std::size_t c = 0; c < k; ++c) {
-    for (std::size_t j = 0; j < X.cols; ++j) {
-      result.centroids[c * X.cols + j] = static_cast<T>(best.centroids[c * X.cols + j] + shift[j]);
+    for (std::size_t j = 0; j < dim; ++j) {
+      result.centroids[c * dim + j] = static_cast<T>(best.centroids[c * dim + j] + shift[j]);
     }
   }
   result.labels = std::move(best.labels);
@@ -113,11 +109,54 @@ KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
   return result;
 }
 
+}  // namespace
+
+template <class T>
+KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
+  detail::check_view(X, "X");
+  detail::check_options(options, X.rows, X.cols, std::is_same_v<T, float>);
+  detail::check_weights(options.sample_weight, X.rows);
+  return fit_engine(detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target), options);
+}
+
+template <class T>
+KMeansResult<T> fit(RowSource<T>& source, const KMeansOptions& options) {
+  detail::check_options(options, source.rows(), source.cols(), std::is_same_v<T, float>);
+  detail::check_weights(options.sample_weight, source.rows());
+  return fit_engine(detail::make_cpu_engine(source, options.sample_weight, options.n_threads, options.target), options);
+}
+
+std::size_t row_source_granule(std::size_t cols, std::size_t elem_size) {
+  return detail::cpu_granule(cols, elem_size);
+}
+
 template <class T>
 std::vector<std::int32_t> predict(MatrixView<T> X, MatrixView<T> centroids, const PredictOptions& options) {
   auto engine = engine_for(X, centroids, options);
   std::vector<std::int32_t> labels(X.rows, -1);
   std::vector<T> dist(X.rows);
+  engine->assign(labels.data(), dist.data());
+  return labels;
+}
+
+template <class T>
+std::vector<std::int32_t> predict(RowSource<T>& source, MatrixView<T> centroids, const PredictOptions& options) {
+  if (source.rows() == 0 || source.cols() == 0) {
+    throw InvalidArgument("X has shape " + std::to_string(source.rows()) + " x " +
+                          std::to_string(source.cols()) + "; need at least one row and one column");
+  }
+  check_centroids(MatrixView<T>(nullptr, source.rows(), source.cols()), centroids);
+  if (options.n_threads < 0) {
+    throw InvalidArgument("n_threads = " + std::to_string(options.n_threads) + " must be >= 0 (0 = all cores)");
+  }
+  if (std::is_same_v<T, float> && centroids.rows > (std::size_t{1} << 24)) {
+    throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
+  }
+  auto engine = detail::make_cpu_engine(source, {}, options.n_threads, options.target);
+  std::vector<double> c = centred_copy(*engine, CentroidsView{centroids});
+  engine->set_centroids(c.data(), centroids.rows);
+  std::vector<std::int32_t> labels(source.rows(), -1);
+  std::vector<T> dist(source.rows());
   engine->assign(labels.data(), dist.data());
   return labels;
 }
@@ -152,6 +191,10 @@ std::string default_target() { return detail::cpu_default_target(); }
 
 template KMeansResult<float> fit<float>(MatrixView<float>, const KMeansOptions&);
 template KMeansResult<double> fit<double>(MatrixView<double>, const KMeansOptions&);
+template KMeansResult<float> fit<float>(RowSource<float>&, const KMeansOptions&);
+template KMeansResult<double> fit<double>(RowSource<double>&, const KMeansOptions&);
+template std::vector<std::int32_t> predict<float>(RowSource<float>&, MatrixView<float>, const PredictOptions&);
+template std::vector<std::int32_t> predict<double>(RowSource<double>&, MatrixView<double>, const PredictOptions&);
 template std::vector<std::int32_t> predict<float>(MatrixView<float>, MatrixView<float>, const PredictOptions&);
 template std::vector<std::int32_t> predict<double>(MatrixView<double>, MatrixView<double>, const PredictOptions&);
 template std::vector<float> transform<float>(MatrixView<float>, MatrixView<float>, const PredictOptions&);

@@ -26,8 +26,8 @@ class Engine {
   virtual const char* target() const = 0;
   /// Sample weights, or nullptr for all ones.
   virtual const double* weights() const = 0;
-  /// Row i of X minus shift(), in float64.
-  virtual void row_centred(std::size_t i, double* out) const = 0;
+  /// Row i of X minus shift(), in float64 (a random read when X is streamed).
+  virtual void row_centred(std::size_t i, double* out) = 0;
 
   /// Makes these the centroids of the following assign / distance calls.
   virtual void set_centroids(const double* centroids, std::size_t k) = 0;

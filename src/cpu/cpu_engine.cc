@@ -1,10 +1,12 @@
 // The CPU engine: owns threads and blocking around the per-target kernels (kernel_table.hpp),
-// and implements the Sort-Inverse Update (counting sort + fixed-block reductions).
+// implements the Sort-Inverse Update (counting sort + fixed-block reductions), and walks the
+// data either as one matrix in memory or as the chunks of a RowSource (data larger than memory).
 #include "cpu/cpu_engine.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -19,16 +21,39 @@
 namespace flashkm::detail {
 namespace {
 
-// Rows per block of the data passes (mean, variance, potentials). Fixed, so that the order of
-// float64 additions -- and hence the result -- does not depend on the thread count.
-constexpr std::size_t kStatRows = 4096;
+// Every float64 reduction over rows runs over fixed blocks of rows whose sizes depend only on
+// the row's size in bytes -- never on the thread count or on how the data arrives -- and adds
+// the blocks' results in block order. The block sizes are powers of two, so the largest (the
+// update's super-block) is a multiple of the others, and a RowSource delivering chunks of whole
+// super-blocks (the granule) reproduces the in-memory result bit for bit.
+
+// Rows per statistics block (mean, variance, k-means++ potentials): about 1 MiB of X, at most
+// 4096 rows so that small-D data still yields many parallel blocks.
+std::size_t stat_rows(std::size_t row_bytes) {
+  return std::clamp<std::size_t>(std::bit_floor(std::max<std::size_t>(1, (std::size_t{1} << 20) / row_bytes)), 1, 4096);
+}
+
+// Rows per tile of the fused step: about 1 MiB of X, so a tile assigned by FlashAssign is still
+// in L2 when its runs are reduced.
+std::size_t fused_tile_rows(std::size_t row_bytes) {
+  return std::max<std::size_t>(64, std::bit_floor(std::max<std::size_t>(1, (std::size_t{1} << 20) / row_bytes)));
+}
+
+// Rows per super-block of the Sort-Inverse Update: about 16 MiB of X. Labels are sorted and runs
+// reduced within a super-block (which also keeps the sorted gather inside a TLB-friendly
+// window); clusters' sums are carried from one super-block to the next. Larger super-blocks
+// add fewer per-cluster segments (K per super-block); smaller ones need less memory when
+// streaming (two chunks of at least one super-block each).
+std::size_t super_rows(std::size_t row_bytes) {
+  return std::max(fused_tile_rows(row_bytes),
+                  std::bit_floor(std::max<std::size_t>(1, (std::size_t{16} << 20) / row_bytes)));
+}
 
 // Rows per call of the one-centroid distance kernel (a stack buffer).
 constexpr std::size_t kOneRows = 256;
 
-// Sort-Inverse Update: the sorted order is cut into blocks of this many points (at least one
-// row's worth of doubles per point, so the partial sums stay O(N + K*D)). Fixed for the same
-// reason as kStatRows.
+// Sort-Inverse Update: the sorted order of a super-block is cut into blocks of this many points
+// (at least one row's worth of doubles per point, so the partial sums stay O(N + K*D)).
 std::size_t update_block(std::size_t dim) { return std::max<std::size_t>(256, dim); }
 
 template <class T>
@@ -50,37 +75,102 @@ std::string requested_target(const std::string& option) {
   return env ? std::string(env) : std::string();
 }
 
+// One chunk of rows as the kernels see it: rows [first, first + x.rows) of the data.
+template <class T>
+struct Chunk {
+  MatrixView<T> x;
+  std::size_t first = 0;
+  PointsRef<T> pts;
+};
+
+// The data an engine runs over: a matrix in memory (one chunk) or a RowSource (many).
+template <class T>
+class Rows {
+ public:
+  explicit Rows(MatrixView<T> X) : whole_(X), rows_(X.rows), cols_(X.cols) {}
+  explicit Rows(RowSource<T>& source) : source_(&source), rows_(source.rows()), cols_(source.cols()) {}
+
+  std::size_t rows() const { return rows_; }
+  std::size_t cols() const { return cols_; }
+
+  // Calls fn(x, first) for each chunk of one pass, in row order.
+  template <class Fn>
+  void for_each_chunk(std::size_t granule, Fn&& fn) {
+    if (!source_) {
+      fn(whole_, std::size_t{0});
+      return;
+    }
+    source_->begin_pass(granule);
+    std::size_t next = 0;
+    for (;;) {
+      std::size_t first = 0;
+      const MatrixView<T> x = source_->next_chunk(&first);
+      if (x.rows == 0) break;
+      if (first != next || x.cols != cols_ || x.stride < x.cols || x.rows > rows_ - next ||
+          (next + x.rows < rows_ && x.rows % granule != 0)) {
+        throw InvalidArgument("row source delivered rows [" + std::to_string(first) + ", " +
+                              std::to_string(first + x.rows) + ") x " + std::to_string(x.cols) +
+                              " where rows from " + std::to_string(next) + " in whole multiples of " +
+                              std::to_string(granule) + " x " + std::to_string(cols_) + " were due");
+      }
+      fn(x, first);
+      next += x.rows;
+    }
+    if (next != rows_) {
+      throw InvalidArgument("row source ended its pass at row " + std::to_string(next) + " of " +
+                            std::to_string(rows_));
+    }
+  }
+
+  void read_row(std::size_t i, T* out) {
+    if (source_) {
+      source_->read_row(i, out);
+    } else {
+      std::copy_n(whole_.row(i), cols_, out);
+    }
+  }
+
+ private:
+  MatrixView<T> whole_{};
+  RowSource<T>* source_ = nullptr;
+  std::size_t rows_;
+  std::size_t cols_;
+};
+
 template <class T>
 class CpuEngine final : public Engine<T> {
  public:
-  CpuEngine(MatrixView<T> X, std::span<const double> weights, int n_threads,
-            const KernelTable<T>* table)
-      : x_(X),
+  CpuEngine(Rows<T> rows, std::span<const double> weights, int n_threads, const KernelTable<T>* table)
+      : data_(rows),
+        n_(rows.rows()),
+        dim_(rows.cols()),
+        row_bytes_(std::max<std::size_t>(1, rows.cols() * sizeof(T))),
+        granule_(super_rows(row_bytes_)),
         weights_(weights.empty() ? nullptr : weights.data()),
         threads_(n_threads > 0 ? n_threads : omp_get_max_threads()),
         table_(table),
-        shift_(X.cols),
-        shift_t_(X.cols) {
+        shift_(rows.cols()),
+        shift_t_(rows.cols()) {
     compute_mean();
-    pts_ = PointsRef<T>{x_.data, x_.stride, x_.cols, shift_t_.data()};
   }
 
-  std::size_t rows() const override { return x_.rows; }
-  std::size_t cols() const override { return x_.cols; }
+  std::size_t rows() const override { return n_; }
+  std::size_t cols() const override { return dim_; }
   const double* shift() const override { return shift_.data(); }
   const char* target() const override { return table_->name; }
   const double* weights() const override { return weights_; }
 
-  void row_centred(std::size_t i, double* out) const override {
-    const T* row = x_.row(i);
-    for (std::size_t j = 0; j < x_.cols; ++j) out[j] = static_cast<double>(row[j]) - shift_[j];
+  void row_centred(std::size_t i, double* out) override {
+    row_buf_.resize(dim_);
+    data_.read_row(i, row_buf_.data());
+    for (std::size_t j = 0; j < dim_; ++j) out[j] = static_cast<double>(row_buf_[j]) - shift_[j];
   }
 
   double mean_variance() override {
-    const std::size_t dim = x_.cols;
-    const std::vector<double> sq = block_sums(dim, [&](std::size_t r0, std::size_t r1, double* p) {
+    const std::size_t dim = dim_;
+    const std::vector<double> sq = block_sums(dim, [&](const Chunk<T>& ch, std::size_t r0, std::size_t r1, double* p) {
       for (std::size_t i = r0; i < r1; ++i) {
-        const T* row = x_.row(i);
+        const T* row = ch.x.row(i);
         for (std::size_t j = 0; j < dim; ++j) {
           const double e = static_cast<double>(row[j]) - mean_[j];
           p[j] += e * e;
@@ -88,56 +178,57 @@ class CpuEngine final : public Engine<T> {
       }
     });
     double total = 0;
-    for (std::size_t j = 0; j < dim; ++j) total += sq[j] / static_cast<double>(x_.rows);
+    for (std::size_t j = 0; j < dim; ++j) total += sq[j] / static_cast<double>(n_);
     return total / static_cast<double>(dim);
   }
 
   void set_centroids(const double* centroids, std::size_t k) override {
     k_ = k;
     panel_ = k <= table_->narrow.nr ? &table_->narrow : &table_->wide;
-    const std::size_t need = panel_->packed_size(k, x_.cols);
+    const std::size_t need = panel_->packed_size(k, dim_);
     if (need > packed_cap_) {
       packed_ = hwy::AllocateAligned<T>(need);
       packed_cap_ = need;
     }
-    panel_->pack_centroids(centroids, k, x_.cols, packed_.get());
+    panel_->pack_centroids(centroids, k, dim_, packed_.get());
   }
 
   std::size_t assign(std::int32_t* labels, T* dist) override {
     std::size_t changed = 0;
-    for_row_tasks([&](std::size_t r0, std::size_t r1) {
-      const std::size_t c = panel_->assign_rows(pts_, packed_.get(), k_, r0, r1, labels, dist);
-#pragma omp atomic
-      changed += c;
-    });
+    for_each_chunk([&](const Chunk<T>& ch) { changed += assign_chunk(ch, 0, ch.x.rows, labels, dist); });
     return changed;
   }
 
   void lower_closest(const double* centroid, T* closest) override {
-    std::vector<T> c(centroid, centroid + x_.cols);
-    for_row_tasks([&](std::size_t r0, std::size_t r1) {
-      T d[kOneRows];
-      for (std::size_t r = r0; r < r1; r += kOneRows) {
-        const std::size_t m = std::min(kOneRows, r1 - r);
-        table_->sqdist_one(pts_, c.data(), r, r + m, d);
-        for (std::size_t i = 0; i < m; ++i) closest[r + i] = std::min(closest[r + i], d[i]);
-      }
+    std::vector<T> c(centroid, centroid + dim_);
+    for_each_chunk([&](const Chunk<T>& ch) {
+      T* cl = closest + ch.first;
+      for_row_tasks(0, ch.x.rows, [&](std::size_t r0, std::size_t r1) {
+        T d[kOneRows];
+        for (std::size_t r = r0; r < r1; r += kOneRows) {
+          const std::size_t m = std::min(kOneRows, r1 - r);
+          table_->sqdist_one(ch.pts, c.data(), r, r + m, d);
+          for (std::size_t i = 0; i < m; ++i) cl[r + i] = std::min(cl[r + i], d[i]);
+        }
+      });
     });
   }
 
   void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) override {
-    std::vector<T> cands(candidates, candidates + m * x_.cols);
-    const std::vector<double> total = block_sums(m, [&](std::size_t r0, std::size_t r1, double* p) {
+    std::vector<T> cands(candidates, candidates + m * dim_);
+    const std::vector<double> total = block_sums(m, [&](const Chunk<T>& ch, std::size_t r0, std::size_t r1, double* p) {
+      const T* cl = closest + ch.first;
+      const double* w = weights_ ? weights_ + ch.first : nullptr;
       T d[kOneRows * kMaxFew];
       for (std::size_t r = r0; r < r1; r += kOneRows) {
         const std::size_t rows = std::min(kOneRows, r1 - r);
         for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
           const std::size_t mm = std::min(kMaxFew, m - t0);
-          table_->sqdist_few(pts_, cands.data() + t0 * x_.cols, mm, r, r + rows, d);
+          table_->sqdist_few(ch.pts, cands.data() + t0 * dim_, mm, r, r + rows, d);
           for (std::size_t i = 0; i < rows; ++i) {
-            const double w = weights_ ? weights_[r + i] : 1.0;
+            const double wi = w ? w[r + i] : 1.0;
             for (std::size_t t = 0; t < mm; ++t) {
-              p[t0 + t] += w * static_cast<double>(std::min(closest[r + i], d[i * mm + t]));
+              p[t0 + t] += wi * static_cast<double>(std::min(cl[r + i], d[i * mm + t]));
             }
           }
         }
@@ -147,16 +238,108 @@ class CpuEngine final : public Engine<T> {
   }
 
   void sqdistances(T* out) override {
-    for_row_tasks([&](std::size_t r0, std::size_t r1) {
-      panel_->sqdist_rows(pts_, packed_.get(), k_, r0, r1, out + r0 * k_, k_);
+    for_each_chunk([&](const Chunk<T>& ch) {
+      T* o = out + ch.first * k_;
+      for_row_tasks(0, ch.x.rows, [&](std::size_t r0, std::size_t r1) {
+        panel_->sqdist_rows(ch.pts, packed_.get(), k_, r0, r1, o + r0 * k_, k_);
+      });
     });
   }
 
   double update(const std::int32_t* labels, const double* centroids, std::size_t k, double* sums,
                 double* wsums) override {
-    const std::size_t n = x_.rows;
-    const std::size_t dim = x_.cols;
-    sort_by_label(labels, k);
+    begin_sums(centroids, k, sums, wsums);
+    double inertia = 0;
+    for_each_chunk([&](const Chunk<T>& ch) {
+      for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += granule_) {
+        const std::size_t r1 = std::min(ch.x.rows, r0 + granule_);
+        inertia += update_super(ch, r0, r1, labels, k, sums, wsums);
+      }
+    });
+    end_sums(k, sums, wsums);
+    return inertia;
+  }
+
+  double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
+                       double* sums, double* wsums, std::size_t* changed) override {
+    set_centroids(centroids, k);
+    begin_sums(centroids, k, sums, wsums);
+    double inertia = 0;
+    std::size_t total_changed = 0;
+    const bool fused = fused_fits(k);
+    for_each_chunk([&](const Chunk<T>& ch) {
+      if (fused) {
+        assign_update_tiled(ch, k, labels, dist, sums, wsums, &inertia, &total_changed);
+        return;
+      }
+      // Assign a super-block, then reduce it while some of it is still in the caches.
+      for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += granule_) {
+        const std::size_t r1 = std::min(ch.x.rows, r0 + granule_);
+        total_changed += assign_chunk(ch, r0, r1, labels, dist);
+        inertia += update_super(ch, r0, r1, labels, k, sums, wsums);
+      }
+    });
+    end_sums(k, sums, wsums);
+    *changed = total_changed;
+    return inertia;
+  }
+
+ private:
+  template <class Fn>
+  void for_each_chunk(Fn&& fn) {
+    data_.for_each_chunk(granule_, [&](MatrixView<T> x, std::size_t first) {
+      fn(Chunk<T>{x, first, PointsRef<T>{x.data, x.stride, dim_, shift_t_.data()}});
+    });
+  }
+
+  // FlashAssign over rows [r0, r1) of a chunk; labels and dist are indexed by global row.
+  std::size_t assign_chunk(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* labels, T* dist) {
+    std::size_t changed = 0;
+    std::int32_t* lab = labels + ch.first;
+    T* dst = dist + ch.first;
+    for_row_tasks(r0, r1, [&](std::size_t a, std::size_t b) {
+      const std::size_t c = panel_->assign_rows(ch.pts, packed_.get(), k_, a, b, lab, dst);
+#pragma omp atomic
+      changed += c;
+    });
+    return changed;
+  }
+
+  // The fused step pays K x D partial sums per tile; worth it while they are at most a quarter
+  // of the tile's own bytes (K up to 1024 at D = 32 float, 32 at D = 784).
+  bool fused_fits(std::size_t k) const {
+    const std::size_t tr = fused_tile_rows(row_bytes_);
+    return k * sizeof(double) * 4 <= tr * sizeof(T) && n_ >= 2 * tr;
+  }
+
+  // The kernels sum in X's own coordinates: raw sums (exact enough in float64 even for a large
+  // common offset) against the centroids moved back by the shift. Sums are carried across
+  // super-blocks and chunks and centred once at the end.
+  void begin_sums(const double* centroids, std::size_t k, double* sums, double* wsums) {
+    abs_centroids_.resize(k * dim_);
+    for (std::size_t c = 0; c < k; ++c) {
+      for (std::size_t j = 0; j < dim_; ++j) abs_centroids_[c * dim_ + j] = centroids[c * dim_ + j] + shift_[j];
+    }
+    std::fill(sums, sums + k * dim_, 0.0);
+    std::fill(wsums, wsums + k, 0.0);
+  }
+
+  void end_sums(std::size_t k, double* sums, const double* wsums) const {
+    for (std::size_t c = 0; c < k; ++c) {
+      for (std::size_t j = 0; j < dim_; ++j) sums[c * dim_ + j] -= wsums[c] * shift_[j];
+    }
+  }
+
+  // Sort-Inverse Update of one super-block, rows [r0, r1) of a chunk: adds each cluster's sum
+  // and weight into sums / wsums; returns the super-block's inertia.
+  double update_super(const Chunk<T>& ch, std::size_t r0, std::size_t r1, const std::int32_t* labels,
+                      std::size_t k, double* sums, double* wsums) {
+    const std::size_t n = r1 - r0;
+    const std::size_t dim = dim_;
+    const std::int32_t* lab = labels + ch.first + r0;
+    const double* w = weights_ ? weights_ + ch.first + r0 : nullptr;
+    const PointsRef<T> pts{ch.x.row(r0), ch.x.stride, dim, shift_t_.data()};
+    sort_by_label(lab, n, k);
 
     // Cut the sorted order into fixed blocks; a segment is the part of one cluster's run that
     // lies in one block. Segments enumerated cluster by cluster are also in position order, so
@@ -178,13 +361,14 @@ class CpuEngine final : public Engine<T> {
     block_seg_.assign(nblocks + 1, nseg);
     for (std::size_t s = nseg; s-- > 0;) block_seg_[seg_begin_[s] / B] = s;
     for (std::size_t b = nblocks; b-- > 0;) block_seg_[b] = std::min(block_seg_[b], block_seg_[b + 1]);
+    // Segment -> cluster ranges are monotone; find each cluster's first segment.
+    first_seg_.assign(k + 1, nseg);
+    for (std::size_t s = nseg; s-- > 0;) first_seg_[seg_cluster_[s]] = s;
+    for (std::size_t c = k; c-- > 0;) first_seg_[c] = std::min(first_seg_[c], first_seg_[c + 1]);
 
-    // The kernels work in X's own coordinates: raw sums (exact enough in float64 even for a
-    // large common offset) and the centroid moved back by the shift.
-    set_abs_centroids(centroids, k);
     part_sum_.assign(nseg * dim, 0.0);
     part_w_.assign(nseg, 0.0);
-    std::vector<double> block_inertia(nblocks, 0.0);
+    block_inertia_.assign(nblocks, 0.0);
 #pragma omp parallel num_threads(threads_)
     {
       std::vector<double> sq(dim);
@@ -193,28 +377,15 @@ class CpuEngine final : public Engine<T> {
         std::fill(sq.begin(), sq.end(), 0.0);
         for (std::size_t s = block_seg_[b]; s < block_seg_[b + 1]; ++s) {
           const std::size_t c = seg_cluster_[s];
-          table_->accumulate_run(pts_, perm_.data() + seg_begin_[s], seg_begin_[s + 1] - seg_begin_[s],
-                                 n - seg_begin_[s], weights_, abs_centroids_.data() + c * dim,
+          table_->accumulate_run(pts, perm_.data() + seg_begin_[s], seg_begin_[s + 1] - seg_begin_[s],
+                                 n - seg_begin_[s], w, abs_centroids_.data() + c * dim,
                                  part_sum_.data() + s * dim, part_w_.data() + s, sq.data());
         }
         double acc = 0;
         for (std::size_t j = 0; j < dim; ++j) acc += sq[j];
-        block_inertia[b] = acc;
+        block_inertia_[b] = acc;
       }
-      // Combine each cluster's segments in block order.
-#pragma omp for schedule(static)
-      for (std::size_t c = 0; c < k; ++c) {
-        double* out = sums + c * dim;
-        std::fill(out, out + dim, 0.0);
-        wsums[c] = 0.0;
-      }
-#pragma omp single
-      {
-        // Segment -> cluster ranges are monotone; find each cluster's first segment.
-        first_seg_.assign(k + 1, nseg);
-        for (std::size_t s = nseg; s-- > 0;) first_seg_[seg_cluster_[s]] = s;
-        for (std::size_t c = k; c-- > 0;) first_seg_[c] = std::min(first_seg_[c], first_seg_[c + 1]);
-      }
+      // Add each cluster's segments in block order.
 #pragma omp for schedule(dynamic, 16)
       for (std::size_t c = 0; c < k; ++c) {
         double* out = sums + c * dim;
@@ -223,58 +394,32 @@ class CpuEngine final : public Engine<T> {
           for (std::size_t j = 0; j < dim; ++j) out[j] += p[j];
           wsums[c] += part_w_[s];
         }
-        for (std::size_t j = 0; j < dim; ++j) out[j] -= wsums[c] * shift_[j];
       }
     }
     double inertia = 0;
-    for (double v : block_inertia) inertia += v;
+    for (double v : block_inertia_) inertia += v;
     return inertia;
   }
 
-  double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
-                       double* sums, double* wsums, std::size_t* changed) override {
-    set_centroids(centroids, k);
-    if (!fused_fits(k)) {
-      *changed = assign(labels, dist);
-      return update(labels, centroids, k, sums, wsums);
-    }
-    return assign_update_tiled(centroids, k, labels, dist, sums, wsums, changed);
-  }
-
- private:
-  // Rows per tile of the fused step: about 1 MiB of X, so a tile assigned by FlashAssign is
-  // still in L2 when its runs are reduced. Depends on D only, so results do not depend on the
-  // thread count.
-  std::size_t tile_rows() const {
-    return std::max<std::size_t>(64, (std::size_t{1} << 20) / (x_.cols * sizeof(T)));
-  }
-
-  // The fused step pays K x D partial sums per tile; worth it while they are at most a quarter
-  // of the tile's own bytes (K up to 1024 at D = 32 float, 41 at D = 784).
-  bool fused_fits(std::size_t k) const {
-    return k * sizeof(double) * 4 <= tile_rows() * sizeof(T) && x_.rows >= 2 * tile_rows();
-  }
-
-  // FlashAssign and a tile-local Sort-Inverse Update in one pass over X: each tile of rows is
-  // assigned, its labels counting-sorted into runs (the tile's inverse mapping) and the runs
+  // FlashAssign and a tile-local Sort-Inverse Update in one pass over a chunk: each tile of rows
+  // is assigned, its labels counting-sorted into runs (the tile's inverse mapping) and the runs
   // reduced from cache into the tile's partial sums; partials are added in tile order. Tiles go
-  // in waves so that only a few tiles' partials exist at a time.
-  double assign_update_tiled(const double* centroids, std::size_t k, std::int32_t* labels,
-                             T* dist, double* sums, double* wsums, std::size_t* changed) {
-    const std::size_t n = x_.rows;
-    const std::size_t dim = x_.cols;
-    const std::size_t tr = tile_rows();
+  // in waves so that only a few tiles' partials exist at a time. Tiles' inertias are added to
+  // *inertia one by one in tile order, as if all chunks were one.
+  void assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::int32_t* labels, T* dist,
+                           double* sums, double* wsums, double* inertia, std::size_t* changed) {
+    const std::size_t n = ch.x.rows;
+    const std::size_t dim = dim_;
+    const std::size_t tr = fused_tile_rows(row_bytes_);
     const std::size_t ntiles = (n + tr - 1) / tr;
     const std::size_t wave = 2 * static_cast<std::size_t>(threads_);
-    set_abs_centroids(centroids, k);
-    std::fill(sums, sums + k * dim, 0.0);
-    std::fill(wsums, wsums + k, 0.0);
+    std::int32_t* lab = labels + ch.first;
+    T* dst = dist + ch.first;
+    const double* wts = weights_ ? weights_ + ch.first : nullptr;
     part_sum_.assign(wave * k * dim, 0.0);
     part_w_.assign(wave * k, 0.0);
     std::vector<double> tile_inertia(wave);
     std::vector<std::size_t> tile_changed(wave);
-    double inertia = 0;
-    std::size_t total_changed = 0;
     for (std::size_t t0 = 0; t0 < ntiles; t0 += wave) {
       const std::size_t nw = std::min(wave, ntiles - t0);
 #pragma omp parallel num_threads(threads_)
@@ -285,23 +430,25 @@ class CpuEngine final : public Engine<T> {
         for (std::size_t w = 0; w < nw; ++w) {
           const std::size_t r0 = (t0 + w) * tr;
           const std::size_t r1 = std::min(n, r0 + tr);
-          tile_changed[w] = panel_->assign_rows(pts_, packed_.get(), k, r0, r1, labels, dist);
+          tile_changed[w] = panel_->assign_rows(ch.pts, packed_.get(), k, r0, r1, lab, dst);
           std::fill(off.begin(), off.end(), 0u);
-          for (std::size_t i = r0; i < r1; ++i) ++off[static_cast<std::size_t>(labels[i]) + 1];
+          for (std::size_t i = r0; i < r1; ++i) ++off[static_cast<std::size_t>(lab[i]) + 1];
           for (std::size_t c = 0; c < k; ++c) off[c + 1] += off[c];
           std::vector<std::uint32_t> next(off.begin(), off.end() - 1);
-          for (std::size_t i = r0; i < r1; ++i) perm[next[labels[i]]++] = static_cast<std::uint32_t>(i);
+          // Run indices are local to the tile (the kernel sees the tile's rows from 0).
+          for (std::size_t i = r0; i < r1; ++i) perm[next[lab[i]]++] = static_cast<std::uint32_t>(i - r0);
           double* ps = part_sum_.data() + w * k * dim;
           double* pw = part_w_.data() + w * k;
           std::fill(ps, ps + k * dim, 0.0);
           std::fill(pw, pw + k, 0.0);
           std::fill(sq.begin(), sq.end(), 0.0);
           const std::size_t len = r1 - r0;
+          const PointsRef<T> tile{ch.x.row(r0), ch.x.stride, dim, shift_t_.data()};
           for (std::size_t c = 0; c < k; ++c) {
             if (off[c + 1] == off[c]) continue;
-            table_->accumulate_run(pts_, perm.data() + off[c], off[c + 1] - off[c], len - off[c],
-                                   weights_, abs_centroids_.data() + c * dim, ps + c * dim, pw + c,
-                                   sq.data());
+            table_->accumulate_run(tile, perm.data() + off[c], off[c + 1] - off[c], len - off[c],
+                                   wts ? wts + r0 : nullptr, abs_centroids_.data() + c * dim,
+                                   ps + c * dim, pw + c, sq.data());
           }
           double acc = 0;
           for (std::size_t j = 0; j < dim; ++j) acc += sq[j];
@@ -317,41 +464,29 @@ class CpuEngine final : public Engine<T> {
         }
       }
       for (std::size_t w = 0; w < nw; ++w) {
-        inertia += tile_inertia[w];
-        total_changed += tile_changed[w];
+        *inertia += tile_inertia[w];
+        *changed += tile_changed[w];
       }
     }
-    for (std::size_t c = 0; c < k; ++c) {
-      for (std::size_t j = 0; j < dim; ++j) sums[c * dim + j] -= wsums[c] * shift_[j];
-    }
-    *changed = total_changed;
-    return inertia;
   }
 
-  void set_abs_centroids(const double* centroids, std::size_t k) {
-    const std::size_t dim = x_.cols;
-    abs_centroids_.resize(k * dim);
-    for (std::size_t c = 0; c < k; ++c) {
-      for (std::size_t j = 0; j < dim; ++j) abs_centroids_[c * dim + j] = centroids[c * dim + j] + shift_[j];
-    }
-  }
-
-  // Runs fn(r0, r1) over all rows in parallel tasks: enough of them for dynamic balancing, each
-  // large enough to amortise its scratch set-up. For per-row work only (the split varies with
-  // the thread count).
+  // Runs fn(a, b) over rows [r0, r1) in parallel tasks: enough of them for dynamic balancing,
+  // each large enough to amortise its scratch set-up. For per-row work only (the split varies
+  // with the thread count).
   template <class Fn>
-  void for_row_tasks(Fn&& fn) {
-    const std::size_t per = x_.rows / (static_cast<std::size_t>(threads_) * 8) + 1;
+  void for_row_tasks(std::size_t r0, std::size_t r1, Fn&& fn) {
+    const std::size_t rows = r1 - r0;
+    const std::size_t per = rows / (static_cast<std::size_t>(threads_) * 8) + 1;
     const std::size_t chunk = std::clamp<std::size_t>(per, 64, 8192);
-    const std::size_t ntasks = (x_.rows + chunk - 1) / chunk;
+    const std::size_t ntasks = (rows + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-    for (std::size_t t = 0; t < ntasks; ++t) fn(t * chunk, std::min(x_.rows, (t + 1) * chunk));
+    for (std::size_t t = 0; t < ntasks; ++t) fn(r0 + t * chunk, std::min(r1, r0 + (t + 1) * chunk));
   }
 
-  // Counting sort of labels: offsets_[c]..offsets_[c+1] is cluster c's run in perm_, each run in
-  // increasing point order (a stable sort, so the result does not depend on how it is split).
-  void sort_by_label(const std::int32_t* labels, std::size_t k) {
-    const std::size_t n = x_.rows;
+  // Counting sort of n labels: offsets_[c]..offsets_[c+1] is cluster c's run in perm_ (local
+  // indices), each run in increasing point order (a stable sort, so the result does not depend
+  // on how it is split).
+  void sort_by_label(const std::int32_t* labels, std::size_t n, std::size_t k) {
     const std::size_t nt = static_cast<std::size_t>(threads_);
     const std::size_t span = (n + nt - 1) / nt;
     hist_.assign(nt * k, 0);
@@ -382,37 +517,45 @@ class CpuEngine final : public Engine<T> {
     }
   }
 
-  // Sums over the rows of X of width values per row, in fixed blocks of kStatRows rows run in
-  // parallel: fn(r0, r1, part) adds block [r0, r1)'s values into its own zeroed part[width];
-  // the blocks' parts are then added in block order, so the totals do not depend on the
-  // thread count.
+  // Sums over all rows of width values per row, in fixed blocks of stat_rows rows run in
+  // parallel: fn(chunk, r0, r1, part) adds the chunk's rows [r0, r1) into its own zeroed
+  // part[width]; the blocks' parts are then added in block order, so the totals depend neither
+  // on the thread count nor on the chunking.
   template <class Fn>
   std::vector<double> block_sums(std::size_t width, Fn&& fn) {
-    const std::size_t nb = (x_.rows + kStatRows - 1) / kStatRows;
-    std::vector<double> part(nb * width, 0.0);
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-    for (std::size_t b = 0; b < nb; ++b) {
-      fn(b * kStatRows, std::min(x_.rows, (b + 1) * kStatRows), part.data() + b * width);
-    }
+    const std::size_t sr = stat_rows(row_bytes_);
     std::vector<double> total(width, 0.0);
-    for (std::size_t j = 0; j < width; ++j) {
-      for (std::size_t b = 0; b < nb; ++b) total[j] += part[b * width + j];
-    }
+    std::vector<double> part;
+    for_each_chunk([&](const Chunk<T>& ch) {
+      const std::size_t nb = (ch.x.rows + sr - 1) / sr;
+      part.assign(nb * width, 0.0);
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+      for (std::size_t b = 0; b < nb; ++b) {
+        fn(ch, b * sr, std::min(ch.x.rows, (b + 1) * sr), part.data() + b * width);
+      }
+      for (std::size_t j = 0; j < width; ++j) {
+        for (std::size_t b = 0; b < nb; ++b) total[j] += part[b * width + j];
+      }
+    });
     return total;
   }
 
   void compute_mean() {
-    const std::size_t dim = x_.cols;
+    const std::size_t dim = dim_;
     // First non-finite value seen, as a flat index; the smallest wins.
     constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
     std::size_t first_bad = kNone;
-    const std::vector<double> sums = block_sums(dim, [&](std::size_t r0, std::size_t r1, double* p) {
+    double bad_value = 0;
+    const std::vector<double> sums = block_sums(dim, [&](const Chunk<T>& ch, std::size_t r0, std::size_t r1, double* p) {
       for (std::size_t i = r0; i < r1; ++i) {
-        const T* row = x_.row(i);
+        const T* row = ch.x.row(i);
         for (std::size_t j = 0; j < dim; ++j) {
           if (!std::isfinite(row[j])) {
 #pragma omp critical(flashkm_first_bad)
-            first_bad = std::min(first_bad, i * dim + j);
+            if ((ch.first + i) * dim + j < first_bad) {
+              first_bad = (ch.first + i) * dim + j;
+              bad_value = static_cast<double>(row[j]);
+            }
             return;
           }
           p[j] += static_cast<double>(row[j]);
@@ -421,19 +564,23 @@ class CpuEngine final : public Engine<T> {
     });
     if (first_bad != kNone) {
       const std::size_t r = first_bad / dim, c = first_bad % dim;
-      const double v = static_cast<double>(x_.row(r)[c]);
+      const double v = bad_value;
       throw InvalidData(std::string("X contains ") + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") +
                         " at row " + std::to_string(r) + ", column " + std::to_string(c));
     }
     mean_.assign(dim, 0.0);
     for (std::size_t j = 0; j < dim; ++j) {
-      mean_[j] = sums[j] / static_cast<double>(x_.rows);
+      mean_[j] = sums[j] / static_cast<double>(n_);
       shift_t_[j] = static_cast<T>(mean_[j]);
       shift_[j] = static_cast<double>(shift_t_[j]);
     }
   }
 
-  MatrixView<T> x_;
+  Rows<T> data_;
+  std::size_t n_;
+  std::size_t dim_;
+  std::size_t row_bytes_;
+  std::size_t granule_;  // rows per update super-block; a RowSource's chunks are multiples
   const double* weights_;
   int threads_;
   const KernelTable<T>* table_;
@@ -441,7 +588,7 @@ class CpuEngine final : public Engine<T> {
   std::vector<double> mean_;
   std::vector<double> shift_;
   std::vector<T> shift_t_;
-  PointsRef<T> pts_{};
+  std::vector<T> row_buf_;
 
   std::size_t k_ = 0;
   hwy::AlignedFreeUniquePtr<T[]> packed_;
@@ -454,6 +601,7 @@ class CpuEngine final : public Engine<T> {
   std::vector<std::uint32_t> seg_cluster_;
   std::vector<std::size_t> block_seg_;
   std::vector<std::size_t> first_seg_;
+  std::vector<double> block_inertia_;
   std::vector<double> abs_centroids_;
   std::vector<double> part_sum_;
   std::vector<double> part_w_;
@@ -465,13 +613,30 @@ template <class T>
 std::unique_ptr<Engine<T>> make_cpu_engine(MatrixView<T> X, std::span<const double> weights,
                                            int n_threads, const std::string& target) {
   const KernelTable<T>* table = find_table<T>(requested_target(target));
-  return std::make_unique<CpuEngine<T>>(X, weights, n_threads, table);
+  return std::make_unique<CpuEngine<T>>(Rows<T>(X), weights, n_threads, table);
+}
+
+template <class T>
+std::unique_ptr<Engine<T>> make_cpu_engine(RowSource<T>& source, std::span<const double> weights,
+                                           int n_threads, const std::string& target) {
+  const KernelTable<T>* table = find_table<T>(requested_target(target));
+  return std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table);
+}
+
+std::size_t cpu_granule(std::size_t cols, std::size_t elem_size) {
+  return super_rows(std::max<std::size_t>(1, cols * elem_size));
 }
 
 template std::unique_ptr<Engine<float>> make_cpu_engine<float>(MatrixView<float>,
                                                                std::span<const double>, int,
                                                                const std::string&);
 template std::unique_ptr<Engine<double>> make_cpu_engine<double>(MatrixView<double>,
+                                                                 std::span<const double>, int,
+                                                                 const std::string&);
+template std::unique_ptr<Engine<float>> make_cpu_engine<float>(RowSource<float>&,
+                                                               std::span<const double>, int,
+                                                               const std::string&);
+template std::unique_ptr<Engine<double>> make_cpu_engine<double>(RowSource<double>&,
                                                                  std::span<const double>, int,
                                                                  const std::string&);
 

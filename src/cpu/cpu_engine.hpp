@@ -10,6 +10,7 @@
 
 #include "core/engine.hpp"
 #include "flashkm/matrix_view.hpp"
+#include "flashkm/source.hpp"
 
 namespace flashkm::detail {
 
@@ -19,6 +20,16 @@ namespace flashkm::detail {
 template <class T>
 std::unique_ptr<Engine<T>> make_cpu_engine(MatrixView<T> X, std::span<const double> weights,
                                            int n_threads, const std::string& target);
+
+/// The same over a RowSource: every pass over X reads the source's chunks, which must hold
+/// whole multiples of cpu_granule(cols, sizeof(T)) rows; results are bitwise those of the
+/// in-memory engine over the same rows.
+template <class T>
+std::unique_ptr<Engine<T>> make_cpu_engine(RowSource<T>& source, std::span<const double> weights,
+                                           int n_threads, const std::string& target);
+
+/// Rows per chunk granule of a RowSource (a power of two, about 16 MiB of rows).
+std::size_t cpu_granule(std::size_t cols, std::size_t elem_size);
 
 /// Names of the targets make_cpu_engine accepts on this CPU, best first.
 std::vector<std::string> cpu_target_names();
