@@ -1,0 +1,692 @@
+// The flashkm command: fit / predict / info / demo over data files, streaming files larger
+// than the memory limit (see README, "The flashkm command").
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "demo.hpp"
+#include "file_source.hpp"
+#include "flashkm/flashkm.hpp"
+#include "io/dataset.hpp"
+#include "progress.hpp"
+#include "report.hpp"
+
+namespace flashkm::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Peak resident set size of this process so far, in bytes.
+std::size_t peak_rss() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<std::size_t>(ru.ru_maxrss) * 1024;
+}
+
+// Exit codes: 0 success, 1 data or I/O errors, 2 usage errors, 130 interrupted.
+constexpr int kExitData = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitInterrupted = 130;
+
+// A command line that parses but makes no sense (exit code 2).
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An error of the engine about the data, re-thrown with the file it came from.
+template <class E>
+[[noreturn]] void rethrow_in(const std::string& file, const E& e) {
+  throw E(file + ": " + e.what());
+}
+
+// "512M", "2G", "1.5GiB", "100000" (bytes); powers of 1024.
+std::size_t parse_size(const std::string& text) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    throw UsageError("--memory-limit '" + text + "' is not a size (e.g. 512M, 4G, 1.5GiB)");
+  }
+  std::string unit = text.substr(pos);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::toupper(c); });
+  double mult = 1;
+  if (unit == "" || unit == "B") mult = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") mult = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TB" || unit == "TIB") mult = 1024.0 * 1024 * 1024 * 1024;
+  else throw UsageError("--memory-limit '" + text + "': unknown unit '" + text.substr(pos) + "' (use K, M, G or T)");
+  if (!(v > 0) || v * mult > 1e18) throw UsageError("--memory-limit '" + text + "' must be a positive size");
+  return static_cast<std::size_t>(v * mult);
+}
+
+// Half of the memory available now (MemAvailable), the default memory limit.
+std::size_t default_memory_limit() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  std::size_t kb = 0;
+  while (f >> key >> kb) {
+    if (key == "MemAvailable:") return kb * 1024 / 2;
+    f.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) / 2;
+}
+
+// Fails early, before a long run, when an output could not be written: its directory must
+// exist and be writable, and it must not overwrite an input.
+void check_output(const std::string& out, const std::vector<std::string>& inputs, const char* what) {
+  if (out.empty()) return;
+  const std::size_t slash = out.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : out.substr(0, slash);
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw io::FileError(std::string(what) + " '" + out + "': directory '" + dir + "' does not exist");
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    throw io::FileError(std::string(what) + " '" + out + "': directory '" + dir + "' is not writable");
+  }
+  if (stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw io::FileError(std::string(what) + " '" + out + "' is a directory");
+  }
+  for (const std::string& in : inputs) {
+    struct stat a, b;
+    if (!in.empty() && stat(in.c_str(), &a) == 0 && stat(out.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino) {
+      throw UsageError(std::string(what) + " '" + out + "' is the input file '" + in + "'; refusing to overwrite it");
+    }
+  }
+}
+
+const char* stop_name(StopReason r) {
+  switch (r) {
+    case StopReason::kTolerance: return "tolerance";
+    case StopReason::kStrict: return "strict";
+    case StopReason::kMaxIter: return "max_iter";
+    case StopReason::kCallback: return "interrupted";
+  }
+  return "?";
+}
+
+std::string describe(const io::DatasetInfo& info) {
+  std::string s = std::string(io::format_name(info.format)) + " " + io::dtype_name(info.dtype);
+  if (info.big_endian) s += " big-endian";
+  if (info.fortran_order) s += " Fortran-order";
+  return s;
+}
+
+// Bytes per row the engine and the command keep besides X: labels (run + best), distances,
+// k-means++'s closest distances and its per-row ones, random init's keys, weights.
+std::size_t per_row_bytes(std::size_t elem, bool weights) {
+  return 2 * sizeof(std::int32_t) + 3 * elem + 16 + (weights ? sizeof(double) : 0);
+}
+
+// How X will be held: in memory, or streamed with this many bytes of chunk buffers.
+struct Plan {
+  bool streamed = false;
+  std::size_t buffer_bytes = 0;
+  std::size_t limit = 0;
+};
+
+template <class T>
+Plan plan_memory(const io::DatasetInfo& info, std::size_t limit, std::size_t k, bool weights, bool csv) {
+  Plan p;
+  p.limit = limit;
+  const double x_bytes = static_cast<double>(info.rows) * static_cast<double>(info.cols) * sizeof(T);
+  const double fixed = static_cast<double>(info.rows) * static_cast<double>(per_row_bytes(sizeof(T), weights)) +
+                       8.0 * static_cast<double>(k) * static_cast<double>(info.cols) * 8.0;
+  if (csv || x_bytes + fixed <= static_cast<double>(limit)) return p;
+  p.streamed = true;
+  const double left = static_cast<double>(limit) - fixed;
+  const std::size_t granule = row_source_granule(info.cols, sizeof(T));
+  const double need = 2.0 * static_cast<double>(granule) * static_cast<double>(info.cols) * sizeof(T);
+  if (left < need) {
+    throw UsageError("--memory-limit " + human_bytes(static_cast<double>(limit)) + " is too small for " +
+                     info.path + " (" + std::to_string(info.rows) + " x " + std::to_string(info.cols) +
+                     "): streaming needs " + human_bytes(fixed) + " for per-row arrays and centroids plus " +
+                     human_bytes(need) + " for two chunks of " + std::to_string(granule) + " rows");
+  }
+  p.buffer_bytes = static_cast<std::size_t>(left);
+  return p;
+}
+
+template <class T>
+std::vector<T> read_all(const io::Dataset& data) {
+  std::vector<T> X(data.rows() * data.cols());
+  data.read_rows<T>(0, data.rows(), X.data());
+  return X;
+}
+
+// Centroids from a .npy/.fvecs/... file as a K x D matrix of T.
+template <class T>
+std::vector<T> read_centroids(const std::string& path, std::size_t dim, std::size_t* k) {
+  io::Dataset c(path);
+  if (c.cols() != dim) {
+    throw InvalidData(path + ": centroids have " + std::to_string(c.cols()) + " columns but the data has " +
+                      std::to_string(dim));
+  }
+  *k = c.rows();
+  return read_all<T>(c);
+}
+
+std::vector<std::uint64_t> cluster_sizes(const std::vector<std::int32_t>& labels, std::size_t k) {
+  std::vector<std::uint64_t> sizes(k, 0);
+  for (std::int32_t l : labels) ++sizes[static_cast<std::size_t>(l)];
+  return sizes;
+}
+
+struct FitArgs {
+  std::string input;
+  std::optional<std::size_t> dim;
+  std::size_t k = 0;
+  std::string output = "centroids.npy";
+  std::string labels;
+  std::string init = "k-means++";
+  int n_init = 1;
+  int max_iter = 300;
+  double tol = 1e-4;
+  std::uint64_t seed = 0;
+  int threads = 0;
+  std::string weights;
+  std::string memory_limit;
+  std::string report;
+  std::string target;
+  bool json = false;
+  bool quiet = false;
+};
+
+template <class T>
+int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
+  const auto t_start = Clock::now();
+  Progress progress(a.quiet, a.max_iter, a.init == "k-means++" || a.init == "random" ? a.n_init : 1);
+  const std::size_t n = info.rows, d = info.cols;
+
+  KMeansOptions opt;
+  std::vector<double> weights;
+  if (!a.weights.empty()) {
+    weights = io::read_npy_vector(a.weights, n);
+    opt.sample_weight = weights;
+  }
+  std::vector<T> init_c;
+  std::size_t k = a.k;
+  if (a.init == "k-means++") {
+    opt.init = InitMethod::kMeansPlusPlus;
+  } else if (a.init == "random") {
+    opt.init = InitMethod::kRandom;
+  } else {
+    std::size_t file_k = 0;
+    init_c = read_centroids<T>(a.init, d, &file_k);
+    if (k != 0 && k != file_k) {
+      throw UsageError("-k " + std::to_string(k) + " but --init " + a.init + " holds " + std::to_string(file_k) +
+                       " centroids");
+    }
+    k = file_k;
+    opt.init = InitMethod::kExplicit;
+    opt.init_centroids = MatrixView<T>(init_c.data(), k, d);
+  }
+  if (k == 0) throw UsageError("-k is required (or --init FILE.npy with the initial centroids)");
+  if (k > n) {
+    throw InvalidData(info.path + " has " + std::to_string(n) + " rows, fewer than k = " + std::to_string(k));
+  }
+  opt.n_clusters = k;
+  opt.n_init = a.n_init;
+  opt.max_iter = a.max_iter;
+  opt.tol = a.tol;
+  opt.seed = a.seed;
+  opt.n_threads = a.threads;
+  opt.target = a.target;
+  opt.callback = [&](const IterationStats& s) { return progress.iteration(s); };
+
+  const std::size_t limit = a.memory_limit.empty() ? default_memory_limit() : parse_size(a.memory_limit);
+  const Plan plan = plan_memory<T>(info, limit, k, !weights.empty(), info.format == io::Format::kCsv);
+
+  KMeansResult<T> result;
+  StreamStats stream;
+  double read_seconds = 0;
+  if (!progress.quiet()) {
+    progress.phase("flashkm fit: " + info.path + " (" + describe(info) + ", " + std::to_string(n) + " x " +
+                   std::to_string(d) + ", " + human_bytes(static_cast<double>(info.file_size)) + "), k = " +
+                   std::to_string(k) + ", init " + a.init + (plan.streamed ? ", streamed" : ", in memory") +
+                   " (memory limit " + human_bytes(static_cast<double>(limit)) + ")");
+  }
+  try {
+    if (plan.streamed) {
+      FileRowSource<T> src(info.path, a.dim, plan.buffer_bytes);
+      result = fit(src, opt);
+      stream = src.stats();
+    } else {
+      io::Dataset data(info.path, a.dim);
+      const auto t0 = Clock::now();
+      const std::vector<T> X = read_all<T>(data);
+      read_seconds = since(t0);
+      result = fit(MatrixView<T>(X.data(), n, d), opt);
+    }
+  } catch (const io::FormatError&) {
+    throw;
+  } catch (const io::FileError&) {
+    throw;
+  } catch (const InvalidData& e) {
+    rethrow_in(info.path, e);
+  }
+  progress.done();
+  if (interrupted() || result.stop_reason == StopReason::kCallback) {
+    std::fprintf(stderr, "flashkm: interrupted after %d iterations; no output written\n", result.n_iter);
+    return kExitInterrupted;
+  }
+
+  // Outputs, each written atomically (temporary file + rename).
+  const io::DType out_type = sizeof(T) == 8 ? io::DType::kF64 : io::DType::kF32;
+  io::write_npy(a.output, out_type, {k, d}, result.centroids.data());
+  if (!a.labels.empty()) io::write_npy_int32(a.labels, {n}, result.labels.data());
+  const std::vector<std::uint64_t> sizes = cluster_sizes(result.labels, k);
+  const double seconds = since(t_start);
+  if (!a.report.empty()) {
+    ReportData r;
+    r.input = info.path;
+    r.format = describe(info);
+    r.rows = n;
+    r.cols = d;
+    r.k = k;
+    r.init = a.init;
+    r.n_init = opt.init == InitMethod::kExplicit ? 1 : a.n_init;
+    r.best_init = result.best_init;
+    r.n_iter = result.n_iter;
+    r.threads = a.threads;
+    r.converged = result.converged;
+    r.streamed = plan.streamed;
+    r.stop_reason = stop_name(result.stop_reason);
+    r.inertia = result.inertia;
+    r.seconds = seconds;
+    r.target = result.target;
+    r.history = result.history;
+    r.cluster_sizes = sizes;
+    io::write_text_atomic(a.report, render_report_html(r));
+  }
+
+  double iter_seconds = 0;
+  for (const auto& h : result.history) iter_seconds += h.seconds;
+  const auto [min_size, max_size] = std::minmax_element(sizes.begin(), sizes.end());
+  if (!progress.quiet()) {
+    std::fprintf(stderr, "%s after %d iterations (%s); inertia %.9e; %.2f s in all, %.3f s per iteration\n",
+                 result.converged ? "converged" : "stopped", result.n_iter, stop_name(result.stop_reason),
+                 result.inertia, seconds, result.n_iter ? iter_seconds / static_cast<double>(result.history.size()) : 0.0);
+    std::fprintf(stderr, "cluster sizes: min %llu, max %llu; target %s\n",
+                 static_cast<unsigned long long>(*min_size), static_cast<unsigned long long>(*max_size),
+                 result.target.c_str());
+    if (plan.streamed) {
+      std::fprintf(stderr, "streamed %zu passes in chunks of %zu rows: read %s, reader busy %.2f s, compute waited %.2f s\n",
+                   stream.passes, stream.chunk_rows, human_bytes(static_cast<double>(stream.bytes_read)).c_str(),
+                   stream.read_seconds, stream.wait_seconds);
+    }
+    std::fprintf(stderr, "wrote %s (%zu x %zu %s)%s%s%s%s\n", a.output.c_str(), k, d, io::dtype_name(out_type),
+                 a.labels.empty() ? "" : ", ", a.labels.c_str(), a.report.empty() ? "" : ", ", a.report.c_str());
+  }
+  if (a.json) {
+    std::string j = "{\n  \"command\": \"fit\",\n";
+    j += "  \"input\": " + json_string(info.path) + ",\n";
+    j += "  \"format\": " + json_string(io::format_name(info.format)) + ",\n";
+    j += "  \"dtype\": " + json_string(io::dtype_name(info.dtype)) + ",\n";
+    j += "  \"rows\": " + std::to_string(n) + ",\n  \"cols\": " + std::to_string(d) + ",\n";
+    j += "  \"k\": " + std::to_string(k) + ",\n  \"init\": " + json_string(a.init) + ",\n";
+    j += "  \"n_init\": " + std::to_string(opt.init == InitMethod::kExplicit ? 1 : a.n_init) +
+         ",\n  \"best_init\": " + std::to_string(result.best_init) + ",\n";
+    j += "  \"n_iter\": " + std::to_string(result.n_iter) + ",\n";
+    j += std::string("  \"converged\": ") + (result.converged ? "true" : "false") + ",\n";
+    j += "  \"stop_reason\": " + json_string(stop_name(result.stop_reason)) + ",\n";
+    j += "  \"inertia\": " + json_number(result.inertia) + ",\n";
+    j += "  \"seconds\": " + json_number(seconds) + ",\n";
+    j += "  \"read_seconds\": " + json_number(plan.streamed ? stream.read_seconds : read_seconds) + ",\n";
+    j += "  \"target\": " + json_string(result.target) + ",\n";
+    j += "  \"threads\": " + std::to_string(a.threads) + ",\n";
+    j += std::string("  \"streamed\": ") + (plan.streamed ? "true" : "false") + ",\n";
+    j += "  \"memory_limit\": " + std::to_string(limit) + ",\n";
+    j += "  \"peak_rss\": " + std::to_string(peak_rss()) + ",\n";
+    if (plan.streamed) {
+      j += "  \"stream\": {\"passes\": " + std::to_string(stream.passes) + ", \"chunk_rows\": " +
+           std::to_string(stream.chunk_rows) + ", \"bytes_read\": " + std::to_string(stream.bytes_read) +
+           ", \"read_seconds\": " + json_number(stream.read_seconds) + ", \"wait_seconds\": " +
+           json_number(stream.wait_seconds) + "},\n";
+    }
+    j += "  \"cluster_sizes\": [";
+    for (std::size_t c = 0; c < k; ++c) j += (c ? ", " : "") + std::to_string(sizes[c]);
+    j += "],\n  \"outputs\": {\"centroids\": " + json_string(a.output);
+    if (!a.labels.empty()) j += ", \"labels\": " + json_string(a.labels);
+    if (!a.report.empty()) j += ", \"report\": " + json_string(a.report);
+    j += "},\n  \"history\": " + json_history(result.history) + "\n}\n";
+    std::fputs(j.c_str(), stdout);
+  }
+  return 0;
+}
+
+int cmd_fit(const FitArgs& a) {
+  if (a.n_init < 1) throw UsageError("--n-init must be >= 1");
+  if (a.max_iter < 1) throw UsageError("--max-iter must be >= 1");
+  if (!(a.tol >= 0)) throw UsageError("--tol must be >= 0");
+  if (a.threads < 0) throw UsageError("--threads must be >= 0 (0 = all cores)");
+  if (!a.memory_limit.empty()) parse_size(a.memory_limit);
+  std::vector<std::string> inputs = {a.input, a.weights};
+  if (a.init != "k-means++" && a.init != "random") inputs.push_back(a.init);
+  check_output(a.output, inputs, "output");
+  check_output(a.labels, inputs, "--labels");
+  check_output(a.report, inputs, "--report");
+  if (!a.labels.empty() && a.labels == a.output) throw UsageError("--labels and -o name the same file");
+  const io::DatasetInfo info = io::probe(a.input, a.dim);
+  if (info.dtype == io::DType::kF64 || info.format == io::Format::kCsv) return run_fit<double>(a, info);
+  return run_fit<float>(a, info);
+}
+
+struct PredictArgs {
+  std::string input;
+  std::optional<std::size_t> dim;
+  std::string centroids;
+  std::string output;
+  int threads = 0;
+  std::string memory_limit;
+  std::string target;
+  bool json = false;
+  bool quiet = false;
+};
+
+template <class T>
+int run_predict(const PredictArgs& a, const io::DatasetInfo& info) {
+  const auto t0 = Clock::now();
+  std::size_t k = 0;
+  const std::vector<T> C = read_centroids<T>(a.centroids, info.cols, &k);
+  const MatrixView<T> cv(C.data(), k, info.cols);
+  PredictOptions opt;
+  opt.n_threads = a.threads;
+  opt.target = a.target;
+  const std::size_t limit = a.memory_limit.empty() ? default_memory_limit() : parse_size(a.memory_limit);
+  const Plan plan = plan_memory<T>(info, limit, k, false, info.format == io::Format::kCsv);
+  std::vector<std::int32_t> labels;
+  try {
+    if (plan.streamed) {
+      FileRowSource<T> src(info.path, a.dim, plan.buffer_bytes);
+      labels = predict(src, cv, opt);
+    } else {
+      io::Dataset data(info.path, a.dim);
+      const std::vector<T> X = read_all<T>(data);
+      labels = predict(MatrixView<T>(X.data(), info.rows, info.cols), cv, opt);
+    }
+  } catch (const io::FormatError&) {
+    throw;
+  } catch (const InvalidData& e) {
+    rethrow_in(info.path, e);
+  }
+  if (interrupted()) {
+    std::fprintf(stderr, "flashkm: interrupted; no output written\n");
+    return kExitInterrupted;
+  }
+  io::write_npy_int32(a.output, {info.rows}, labels.data());
+  const std::vector<std::uint64_t> sizes = cluster_sizes(labels, k);
+  const double seconds = since(t0);
+  if (!a.quiet) {
+    std::fprintf(stderr, "flashkm predict: %zu rows of %s against %zu centroids%s in %.2f s; wrote %s\n",
+                 info.rows, info.path.c_str(), k, plan.streamed ? " (streamed)" : "", seconds, a.output.c_str());
+  }
+  if (a.json) {
+    std::string j = "{\n  \"command\": \"predict\",\n  \"input\": " + json_string(info.path) +
+                    ",\n  \"rows\": " + std::to_string(info.rows) + ",\n  \"cols\": " + std::to_string(info.cols) +
+                    ",\n  \"k\": " + std::to_string(k) + ",\n  \"seconds\": " + json_number(seconds) +
+                    ",\n  \"streamed\": " + (plan.streamed ? "true" : "false") +
+                    ",\n  \"memory_limit\": " + std::to_string(limit) + ",\n  \"peak_rss\": " +
+                    std::to_string(peak_rss()) + ",\n  \"cluster_sizes\": [";
+    for (std::size_t c = 0; c < k; ++c) j += (c ? ", " : "") + std::to_string(sizes[c]);
+    j += "],\n  \"outputs\": {\"labels\": " + json_string(a.output) + "}\n}\n";
+    std::fputs(j.c_str(), stdout);
+  }
+  return 0;
+}
+
+int cmd_predict(const PredictArgs& a) {
+  if (a.threads < 0) throw UsageError("--threads must be >= 0 (0 = all cores)");
+  if (!a.memory_limit.empty()) parse_size(a.memory_limit);
+  check_output(a.output, {a.input, a.centroids}, "output");
+  const io::DatasetInfo info = io::probe(a.input, a.dim);
+  const io::DatasetInfo cinfo = io::probe(a.centroids);
+  if (info.dtype == io::DType::kF64 || info.format == io::Format::kCsv || cinfo.dtype == io::DType::kF64) {
+    return run_predict<double>(a, info);
+  }
+  return run_predict<float>(a, info);
+}
+
+struct InfoArgs {
+  std::string input;
+  std::optional<std::size_t> dim;
+  bool json = false;
+};
+
+int cmd_info(const InfoArgs& a) {
+  const io::DatasetInfo info = io::probe(a.input, a.dim);
+  io::Dataset data(a.input, a.dim);
+  // One streamed pass in bounded memory: min, max, mean and standard deviation of all values,
+  // the mean row norm, and the first non-finite value.
+  const std::size_t d = info.cols;
+  const std::size_t step = std::max<std::size_t>(1, (std::size_t{32} << 20) / (d * sizeof(double)));
+  std::vector<double> buf;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0, sq = 0, norms = 0;
+  std::size_t bad = 0;
+  std::string first_bad;
+  for (std::size_t r0 = 0; r0 < info.rows; r0 += step) {
+    const std::size_t r1 = std::min(info.rows, r0 + step);
+    buf.resize((r1 - r0) * d);
+    data.read_rows<double>(r0, r1, buf.data());
+    for (std::size_t i = 0; i < r1 - r0; ++i) {
+      double nrm = 0;
+      for (std::size_t j = 0; j < d; ++j) {
+        const double v = buf[i * d + j];
+        if (!std::isfinite(v)) {
+          if (bad++ == 0) first_bad = "row " + std::to_string(r0 + i) + ", column " + std::to_string(j);
+          continue;
+        }
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        sum += v;
+        sq += v * v;
+        nrm += v * v;
+      }
+      norms += std::sqrt(nrm);
+    }
+  }
+  const double count = static_cast<double>(info.rows) * static_cast<double>(d) - static_cast<double>(bad);
+  const double mean = count > 0 ? sum / count : 0;
+  const double stdev = count > 0 ? std::sqrt(std::max(0.0, sq / count - mean * mean)) : 0;
+  const double mean_norm = norms / static_cast<double>(info.rows);
+  if (a.json) {
+    std::string j = "{\n  \"path\": " + json_string(info.path) + ",\n  \"format\": " +
+                    json_string(io::format_name(info.format)) + ",\n  \"dtype\": " + json_string(io::dtype_name(info.dtype)) +
+                    ",\n  \"big_endian\": " + (info.big_endian ? "true" : "false") +
+                    ",\n  \"fortran_order\": " + (info.fortran_order ? "true" : "false") +
+                    ",\n  \"npy_version\": " + std::to_string(info.npy_version) +
+                    ",\n  \"rows\": " + std::to_string(info.rows) + ",\n  \"cols\": " + std::to_string(d) +
+                    ",\n  \"file_bytes\": " + std::to_string(info.file_size) +
+                    ",\n  \"data_offset\": " + std::to_string(info.data_offset) +
+                    ",\n  \"min\": " + json_number(lo) + ",\n  \"max\": " + json_number(hi) +
+                    ",\n  \"mean\": " + json_number(mean) + ",\n  \"std\": " + json_number(stdev) +
+                    ",\n  \"mean_row_norm\": " + json_number(mean_norm) +
+                    ",\n  \"non_finite\": " + std::to_string(bad) + "\n}\n";
+    std::fputs(j.c_str(), stdout);
+  } else {
+    std::printf("file        %s\n", info.path.c_str());
+    std::printf("format      %s%s\n", describe(info).c_str(),
+                info.npy_version ? (" (npy version " + std::to_string(info.npy_version) + ")").c_str() : "");
+    std::printf("shape       %zu x %zu\n", info.rows, d);
+    std::printf("size        %s (%llu bytes; data from byte %llu)\n", human_bytes(static_cast<double>(info.file_size)).c_str(),
+                static_cast<unsigned long long>(info.file_size), static_cast<unsigned long long>(info.data_offset));
+    std::printf("values      min %.6g, max %.6g, mean %.6g, std %.6g\n", lo, hi, mean, stdev);
+    std::printf("row norm    mean %.6g\n", mean_norm);
+    if (bad) {
+      std::printf("non-finite  %zu values (first at %s): fit would refuse this file\n", bad, first_bad.c_str());
+    } else {
+      std::printf("non-finite  none\n");
+    }
+  }
+  return 0;
+}
+
+struct DemoArgs {
+  int threads = 0;
+  bool quiet = false;
+};
+
+void demo_run(const char* title, const std::vector<float>& X, std::size_t n, std::size_t d, std::size_t k,
+              const DemoArgs& a) {
+  std::printf("\n== %s: N = %zu, D = %zu, K = %zu (target %s)\n", title, n, d, k, default_target().c_str());
+  std::fflush(stdout);
+  Progress progress(a.quiet, 300, 1);
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.seed = 1;
+  o.n_threads = a.threads;
+  o.callback = [&](const IterationStats& s) { return progress.iteration(s); };
+  progress.phase("k-means++ initialisation, then Lloyd iterations:");
+  const auto t0 = Clock::now();
+  const auto r = fit(MatrixView<float>(X.data(), n, d), o);
+  progress.done();
+  const double secs = since(t0);
+  double iter_secs = 0;
+  for (const auto& h : r.history) iter_secs += h.seconds;
+  const auto sizes = cluster_sizes(r.labels, k);
+  const auto [mn, mx] = std::minmax_element(sizes.begin(), sizes.end());
+  std::printf("  inertia %.6e after %d iterations (%s); %.2f s in all (%.2f s initialising), %.3f s per iteration;"
+              " cluster sizes %llu..%llu\n",
+              r.inertia, r.n_iter, stop_name(r.stop_reason), secs, secs - iter_secs,
+              iter_secs / static_cast<double>(r.history.size()), static_cast<unsigned long long>(*mn),
+              static_cast<unsigned long long>(*mx));
+}
+
+int cmd_demo(const DemoArgs& a) {
+  const std::size_t n = 1000000, d = 64, k = 256;
+  demo_run("generated blobs", make_blobs(n, d, k, 7), n, d, k, a);
+  if (interrupted()) return kExitInterrupted;
+  std::vector<float> fm;
+  std::size_t fn = 0, fd = 0;
+  if (load_fashion_mnist(fm, fn, fd)) {
+    demo_run("Fashion-MNIST", fm, fn, fd, 10, a);
+  } else {
+    std::printf("\n(Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist)\n");
+  }
+  return interrupted() ? kExitInterrupted : 0;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"flashkm: exact Lloyd k-means close to the hardware's limit, on files of any size.\n"
+               "Inputs: .npy (float16/32/64, v1-3, either byte order, C or Fortran order), .fvecs, .bvecs,\n"
+               "raw little-endian float32 (.raw/.bin/.f32, with --dim), .csv/.txt (small data).\n"
+               "Outputs are .npy files written atomically. Exit codes: 0 ok, 1 data or I/O error, 2 usage error,\n"
+               "130 interrupted.",
+               "flashkm"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "flashkm 0.1.0");
+
+  FitArgs fa;
+  CLI::App* fit_cmd = app.add_subcommand("fit", "Cluster the rows of INPUT; write the centroids (and labels)");
+  fit_cmd->add_option("INPUT", fa.input, "data file")->required();
+  fit_cmd->add_option("-k,--n-clusters", fa.k, "number of clusters K (1 <= K <= rows)");
+  fit_cmd->add_option("-o,--output", fa.output, "centroids output (.npy, K x D)")->capture_default_str();
+  fit_cmd->add_option("--labels", fa.labels, "also write each row's cluster (.npy, int32)");
+  fit_cmd->add_option("--init", fa.init, "k-means++, random, or a .npy file of K x D initial centroids")
+      ->capture_default_str();
+  fit_cmd->add_option("--n-init", fa.n_init, "runs from different seeds; the lowest inertia wins")->capture_default_str();
+  fit_cmd->add_option("--max-iter", fa.max_iter, "Lloyd iterations per run at most")->capture_default_str();
+  fit_cmd->add_option("--tol", fa.tol, "stop when the squared centroid shift <= tol x mean feature variance")
+      ->capture_default_str();
+  fit_cmd->add_option("--seed", fa.seed, "seed of the initialisation")->capture_default_str();
+  fit_cmd->add_option("--threads", fa.threads, "threads (0 = all cores); results do not depend on it")
+      ->capture_default_str();
+  fit_cmd->add_option("--weights", fa.weights, "per-row sample weights (.npy, 1-D, rows values)");
+  fit_cmd->add_option("--memory-limit", fa.memory_limit,
+                      "stream the input when it does not fit in SIZE (e.g. 512M, 4G; default: half the "
+                      "available memory); streamed results are bitwise those in memory");
+  fit_cmd->add_option("--dim", fa.dim, "row length of a raw float32 file");
+  fit_cmd->add_option("--report", fa.report, "write a self-contained HTML report (inertia curve, cluster sizes)");
+  fit_cmd->add_option("--target", fa.target, "force a SIMD target (see `flashkm info --targets`)");
+  fit_cmd->add_flag("--json", fa.json, "print a JSON summary with the whole history on stdout");
+  fit_cmd->add_flag("-q,--quiet", fa.quiet, "no progress or summary on stderr");
+
+  PredictArgs pa;
+  CLI::App* predict_cmd = app.add_subcommand("predict", "Write the nearest centroid of every row of INPUT");
+  predict_cmd->add_option("INPUT", pa.input, "data file")->required();
+  predict_cmd->add_option("--centroids", pa.centroids, "centroids (.npy, K x D)")->required();
+  predict_cmd->add_option("-o,--output", pa.output, "labels output (.npy, int32)")->required();
+  predict_cmd->add_option("--threads", pa.threads, "threads (0 = all cores)")->capture_default_str();
+  predict_cmd->add_option("--memory-limit", pa.memory_limit, "stream the input when it does not fit in SIZE");
+  predict_cmd->add_option("--dim", pa.dim, "row length of a raw float32 file");
+  predict_cmd->add_option("--target", pa.target, "force a SIMD target");
+  predict_cmd->add_flag("--json", pa.json, "print a JSON summary on stdout");
+  predict_cmd->add_flag("-q,--quiet", pa.quiet, "no summary on stderr");
+
+  InfoArgs ia;
+  bool targets = false;
+  CLI::App* info_cmd = app.add_subcommand("info", "Format, dtype, shape, size and statistics of a data file");
+  info_cmd->add_option("FILE", ia.input, "data file");
+  info_cmd->add_option("--dim", ia.dim, "row length of a raw float32 file");
+  info_cmd->add_flag("--json", ia.json, "print JSON on stdout");
+  info_cmd->add_flag("--targets", targets, "list the SIMD targets this CPU can run, best first");
+
+  DemoArgs da;
+  CLI::App* demo_cmd = app.add_subcommand(
+      "demo", "Cluster built-in data: 1,000,000 x 64 generated blobs (K = 256), then Fashion-MNIST "
+              "(70,000 x 784, K = 10) when Debian's dataset-fashion-mnist is installed");
+  demo_cmd->add_option("--threads", da.threads, "threads (0 = all cores)")->capture_default_str();
+  demo_cmd->add_flag("-q,--quiet", da.quiet, "no per-iteration progress");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  install_interrupt_handler();
+  if (fit_cmd->parsed()) return cmd_fit(fa);
+  if (predict_cmd->parsed()) return cmd_predict(pa);
+  if (info_cmd->parsed()) {
+    if (targets) {
+      for (const std::string& t : available_targets()) std::printf("%s\n", t.c_str());
+      return 0;
+    }
+    if (ia.input.empty()) throw UsageError("info: FILE is required (or --targets)");
+    return cmd_info(ia);
+  }
+  return cmd_demo(da);
+}
+
+}  // namespace
+}  // namespace flashkm::cli
+
+int main(int argc, char** argv) {
+  using namespace flashkm::cli;
+  try {
+    return run(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "flashkm: error: %s\nRun with --help for usage.\n", e.what());
+    return kExitUsage;
+  } catch (const flashkm::InvalidArgument& e) {
+    std::fprintf(stderr, "flashkm: error: %s\n", e.what());
+    return kExitUsage;
+  } catch (const flashkm::Error& e) {
+    std::fprintf(stderr, "flashkm: error: %s\n", e.what());
+    return kExitData;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "flashkm: error: out of memory (try a smaller --memory-limit to stream the input)\n");
+    return kExitData;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flashkm: internal error: %s\n", e.what());
+    return kExitData;
+  }
+}

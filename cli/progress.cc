@@ -1,0 +1,152 @@
+// Progress lines, interrupt handling and JSON text for the flashkm command.
+#include "progress.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstring>
+
+namespace flashkm::cli {
+namespace {
+
+volatile std::sig_atomic_t g_signals = 0;
+
+extern "C" void on_signal(int sig) {
+  g_signals = g_signals + 1;
+  if (g_signals == 1) {
+    static const char msg[] = "\nflashkm: stopping after this iteration; nothing will be written (again to abort)\n";
+    const ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+  } else {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool interrupted() { return g_signals != 0; }
+
+Progress::Progress(bool quiet, int max_iter, int n_init)
+    : quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0), max_iter_(max_iter), n_init_(n_init) {}
+
+void Progress::phase(const std::string& what) {
+  if (quiet_) return;
+  done();
+  std::fprintf(stderr, "%s\n", what.c_str());
+}
+
+bool Progress::iteration(const IterationStats& s) {
+  if (s.init_run != run_) {
+    run_ = s.init_run;
+    run_seconds_ = 0;
+  }
+  run_seconds_ += s.seconds;
+  if (!quiet_) {
+    const double per = run_seconds_ / s.iteration;
+    const double left = per * (max_iter_ - s.iteration);
+    char run[32] = "";
+    if (n_init_ > 1) std::snprintf(run, sizeof run, "run %d/%d  ", s.init_run + 1, n_init_);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%siter %4d/%d  inertia %.6e  shift %.3e  changed %zu%s  %.3f s/iter  ETA <= %s",
+                  run, s.iteration, max_iter_, s.inertia, s.center_shift, s.labels_changed,
+                  s.empty_relocated ? ("  relocated " + std::to_string(s.empty_relocated)).c_str() : "",
+                  per, human_seconds(left).c_str());
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s", line);
+      live_ = true;
+    } else {
+      std::fprintf(stderr, "%s\n", line);
+    }
+    std::fflush(stderr);
+  }
+  return !interrupted();
+}
+
+void Progress::done() {
+  if (live_) {
+    std::fputc('\n', stderr);
+    live_ = false;
+  }
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string json_history(const std::vector<IterationStats>& history) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < history.size(); ++i) {
+    const IterationStats& h = history[i];
+    out += std::string(i ? ",\n    " : "\n    ") + "{\"run\": " + std::to_string(h.init_run) +
+           ", \"iteration\": " + std::to_string(h.iteration) + ", \"inertia\": " + json_number(h.inertia) +
+           ", \"center_shift\": " + json_number(h.center_shift) +
+           ", \"labels_changed\": " + std::to_string(h.labels_changed) +
+           ", \"empty_relocated\": " + std::to_string(h.empty_relocated) +
+           ", \"seconds\": " + json_number(h.seconds) + "}";
+  }
+  return out + (history.empty() ? "]" : "\n  ]");
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string human_seconds(double s) {
+  char buf[32];
+  if (!std::isfinite(s) || s < 0) return "?";
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%.1fs", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600, static_cast<int>(s) % 3600 / 60);
+  }
+  return buf;
+}
+
+}  // namespace flashkm::cli

@@ -1,0 +1,54 @@
+// Progress lines on stderr (a live line on a terminal), run summaries, and the JSON the
+// command prints with --json.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "flashkm/options.hpp"
+
+namespace flashkm::cli {
+
+/// Prints one line per Lloyd iteration: iteration, inertia, centre shift, labels changed,
+/// seconds per iteration and a bound on the time left (max_iter). On a terminal the line is
+/// rewritten in place; otherwise (a pipe, a log file) each iteration gets its own line.
+class Progress {
+ public:
+  Progress(bool quiet, int max_iter, int n_init);
+  /// A phase that has no iterations of its own (reading, initialising).
+  void phase(const std::string& what);
+  /// The callback handed to fit(); returns false once an interrupt was requested.
+  bool iteration(const IterationStats& s);
+  /// Ends a live line so that later output starts on a fresh line.
+  void done();
+  bool quiet() const { return quiet_; }
+
+ private:
+  bool quiet_;
+  bool tty_;
+  int max_iter_;
+  int n_init_;
+  bool live_ = false;
+  int run_ = -1;
+  double run_seconds_ = 0;
+};
+
+/// Installs SIGINT / SIGTERM handlers: the first signal asks the run to stop after the current
+/// iteration (nothing is written), a second one ends the process at once.
+void install_interrupt_handler();
+bool interrupted();
+
+/// Minimal JSON text building: escaped strings, numbers (non-finite as null).
+std::string json_string(const std::string& s);
+std::string json_number(double v);
+std::string json_history(const std::vector<IterationStats>& history);
+
+/// "1.5 GiB", "12 MiB", "900 B".
+std::string human_bytes(double bytes);
+/// "2m05s", "1h02m", "0.42s".
+std::string human_seconds(double s);
+
+}  // namespace flashkm::cli
