@@ -1,0 +1,60 @@
+// Writing .npy files (format version 1.0, C order, little endian), atomically.
+#include <bit>
+
+#include "io/convert.hpp"
+#include "io/posix_file.hpp"
+
+namespace flashkm::io {
+namespace {
+
+// The data is written as it lies in memory under a '<' descr.
+static_assert(std::endian::native == std::endian::little,
+              "write_npy assumes a little-endian machine");
+
+void write_npy_as(const std::string& path, const char* descr, std::size_t item_size,
+                  const std::vector<std::size_t>& shape, const void* data) {
+  if (shape.size() != 1 && shape.size() != 2) {
+    throw InvalidArgument(path + ": write_npy writes 1-D or 2-D arrays, not " +
+                          std::to_string(shape.size()) + "-D");
+  }
+  std::size_t bytes = item_size;
+  for (std::size_t d : shape) {
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      throw InvalidArgument(path + ": the array is too large to write");
+    }
+  }
+  if (bytes > 0 && data == nullptr) throw InvalidArgument(path + ": write_npy given null data");
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
+                       std::to_string(shape[0]) +
+                       (shape.size() == 1 ? "," : ", " + std::to_string(shape[1])) + "), }";
+  // Like numpy, pad with spaces and end with '\n' so the data starts at a multiple of 64 bytes
+  // (10-byte preamble + header), which lets readers map it aligned for any SIMD width.
+  const std::size_t unpadded = 10 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header += '\n';
+  std::string preamble("\x93NUMPY\x01\x00", 8);
+  preamble += static_cast<char>(header.size() & 0xff);
+  preamble += static_cast<char>(header.size() >> 8);
+  detail::atomic_write(path, [&](int fd) {
+    detail::write_all(fd, path, (preamble + header).data(), preamble.size() + header.size());
+    detail::write_all(fd, path, data, bytes);
+  });
+}
+
+}  // namespace
+
+void write_npy(const std::string& path, DType dtype, const std::vector<std::size_t>& shape,
+               const void* data) {
+  const char* descr = dtype == DType::kF16   ? "<f2"
+                      : dtype == DType::kF32 ? "<f4"
+                      : dtype == DType::kF64 ? "<f8"
+                                             : "|u1";
+  write_npy_as(path, descr, detail::dtype_size(dtype), shape, data);
+}
+
+void write_npy_int32(const std::string& path, const std::vector<std::size_t>& shape,
+                     const std::int32_t* data) {
+  write_npy_as(path, "<i4", sizeof(std::int32_t), shape, data);
+}
+
+}  // namespace flashkm::io
