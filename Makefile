@@ -22,7 +22,7 @@ build: deps $(BUILD)/release/Makefile
 	cmake --build $(BUILD)/release -j $(JOBS)
 
 demo: build
-	$(BUILD)/release/examples/flashkm_demo
+	$(BUILD)/release/cli/flashkm demo
 
 test: test-release test-asan test-tsan test-python test-fuzz
 
@@ -31,21 +31,20 @@ test-release: build
 
 # Every unit test under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps
-	cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHKM_BUILD_BENCH=OFF \
-	  -DFLASHKM_BUILD_EXAMPLES=OFF $(CMAKE_COMMON) \
+	cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHKM_BUILD_BENCH=OFF $(CMAKE_COMMON) \
 	  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 	cmake --build $(BUILD)/asan -j $(JOBS)
 	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
-# The tests that run the engine on several threads (fit and determinism; the default is all
-# cores) under ThreadSanitizer. clang + LLVM's OpenMP runtime with its archer tool,
+# The tests that run the engine on several threads (fit, determinism, streaming with its
+# reader thread; the default is all cores) under ThreadSanitizer. clang + LLVM's OpenMP runtime with its archer tool,
 # which tells TSan about OpenMP's synchronisation (libgomp would report false races).
 test-tsan: deps
 	CXX=clang++ cmake -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHKM_BUILD_BENCH=OFF \
-	  -DFLASHKM_BUILD_EXAMPLES=OFF $(CMAKE_COMMON) -DCMAKE_CXX_FLAGS="-fsanitize=thread"
+	  $(CMAKE_COMMON) -DCMAKE_CXX_FLAGS="-fsanitize=thread"
 	cmake --build $(BUILD)/tsan -j $(JOBS)
 	cd $(BUILD)/tsan && OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
-	  ctest --output-on-failure -R '^(determinism|fit)\.' -j $(JOBS)
+	  ctest --output-on-failure -R '^(determinism|fit|stream|file_source)\.' -j $(JOBS)
 
 # The Python package in its own virtual environment: `pip install .` (scikit-build-core builds
 # the same CMake project with nanobind), then pytest, check_estimator included.
