@@ -73,12 +73,14 @@ void convert(const unsigned char* src, std::size_t n, DType dtype, bool big_endi
       break;
     case DType::kF32:
       for (std::size_t i = 0; i < n; ++i) {
-        dst[i * stride] = static_cast<T>(std::bit_cast<float>(load<std::uint32_t>(src + 4 * i, swap)));
+        const auto bits = load<std::uint32_t>(src + 4 * i, swap);
+        dst[i * stride] = static_cast<T>(std::bit_cast<float>(bits));
       }
       break;
     case DType::kF64:
       for (std::size_t i = 0; i < n; ++i) {
-        dst[i * stride] = static_cast<T>(std::bit_cast<double>(load<std::uint64_t>(src + 8 * i, swap)));
+        const auto bits = load<std::uint64_t>(src + 8 * i, swap);
+        dst[i * stride] = static_cast<T>(std::bit_cast<double>(bits));
       }
       break;
     case DType::kU8:

@@ -24,8 +24,8 @@ void write_npy_as(const std::string& path, const char* descr, std::size_t item_s
     }
   }
   if (bytes > 0 && data == nullptr) throw InvalidArgument(path + ": write_npy given null data");
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
-                       std::to_string(shape[0]) +
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': (" + std::to_string(shape[0]) +
                        (shape.size() == 1 ? "," : ", " + std::to_string(shape[1])) + "), }";
   // Like numpy, pad with spaces and end with '\n' so the data starts at a multiple of 64 bytes
   // (10-byte preamble + header), which lets readers map it aligned for any SIMD width.

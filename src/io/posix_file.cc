@@ -173,7 +173,8 @@ void atomic_write(const std::string& path, const std::function<void(int fd)>& fi
 namespace flashkm::io {
 
 void write_text_atomic(const std::string& path, const std::string& text) {
-  detail::atomic_write(path, [&](int fd) { detail::write_all(fd, path, text.data(), text.size()); });
+  detail::atomic_write(path,
+                       [&](int fd) { detail::write_all(fd, path, text.data(), text.size()); });
 }
 
 }  // namespace flashkm::io
