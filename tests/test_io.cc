@@ -579,7 +579,7 @@ TEST_F(IoTest, CsvBadInputsNameLineAndColumn) {
     expect_error<FormatError>([&] { probe(p); }, needles);
   };
   const std::string p = path("bad.csv");
-  csv_error("1,2\n3,x4\n", {p, "line 2", "column 2", "'x4' is not a number"});
+  csv_error("1,2\n3,x4\n", {p, "line 2, column 2: 'x4' is not a number"});
   csv_error("a,b\n1,2\n3,4,5\n", {p, "line 3", "expected 2", "line 1"});
   csv_error("1,2\n3\n", {p, "line 2", "1 fields; expected 2"});
   csv_error("1,2,\n", {p, "line 1", "column 3", "'' is not a number"});

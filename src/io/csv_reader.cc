@@ -116,9 +116,12 @@ std::vector<double> parse_csv(const std::string& path, const char* text, std::si
     // The first line is a header when none of its fields is a number.
     const bool header = first && numeric == 0;
     if (bad_column != 0 && !header) {
-      fail(line_no, "column " + std::to_string(bad_column) + ": '" + detail::excerpt(bad_field) +
-                        (bad_kind == Parsed::kOutOfRange ? "' is out of the float64 range"
-                                                         : "' is not a number"));
+      detail::throw_format(path, "line " + std::to_string(line_no) + ", column " +
+                                     std::to_string(bad_column) + ": '" +
+                                     detail::excerpt(bad_field) +
+                                     (bad_kind == Parsed::kOutOfRange
+                                          ? "' is out of the float64 range"
+                                          : "' is not a number"));
     }
     if (first) {
       ncols = field_no;
