@@ -52,9 +52,13 @@ std::size_t super_rows(std::size_t row_bytes) {
 // Rows per call of the one-centroid distance kernel (a stack buffer).
 constexpr std::size_t kOneRows = 256;
 
-// Sort-Inverse Update: the sorted order of a super-block is cut into blocks of this many points
-// (at least one row's worth of doubles per point, so the partial sums stay O(N + K*D)).
-std::size_t update_block(std::size_t dim) { return std::max<std::size_t>(256, dim); }
+// Sort-Inverse Update: the sorted order of a super-block is cut into blocks of this many points,
+// the unit of parallel work. Small enough that a super-block of wide rows still makes 16 blocks;
+// the partial sums this adds (D doubles per 256 rows) stay far below the size of X.
+constexpr std::size_t kUpdateBlock = 256;
+
+// Parallel blocks wanted per thread in one update group of super-blocks (dynamic balancing).
+constexpr std::size_t kBlocksPerThread = 16;
 
 template <class T>
 const KernelTable<T>* find_table(const std::string& wanted) {
@@ -250,10 +254,10 @@ class CpuEngine final : public Engine<T> {
                 double* wsums) override {
     begin_sums(centroids, k, sums, wsums);
     double inertia = 0;
+    const std::size_t group = group_rows();
     for_each_chunk([&](const Chunk<T>& ch) {
-      for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += granule_) {
-        const std::size_t r1 = std::min(ch.x.rows, r0 + granule_);
-        inertia += update_super(ch, r0, r1, labels, k, sums, wsums);
+      for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
+        update_group(ch, r0, std::min(ch.x.rows, r0 + group), labels, k, sums, wsums, &inertia);
       }
     });
     end_sums(k, sums, wsums);
@@ -267,16 +271,17 @@ class CpuEngine final : public Engine<T> {
     double inertia = 0;
     std::size_t total_changed = 0;
     const bool fused = fused_fits(k);
+    const std::size_t group = group_rows();
     for_each_chunk([&](const Chunk<T>& ch) {
       if (fused) {
         assign_update_tiled(ch, k, labels, dist, sums, wsums, &inertia, &total_changed);
         return;
       }
-      // Assign a super-block, then reduce it while some of it is still in the caches.
-      for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += granule_) {
-        const std::size_t r1 = std::min(ch.x.rows, r0 + granule_);
+      // Assign a group of super-blocks, then reduce it while some of it is still in the caches.
+      for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
+        const std::size_t r1 = std::min(ch.x.rows, r0 + group);
         total_changed += assign_chunk(ch, r0, r1, labels, dist);
-        inertia += update_super(ch, r0, r1, labels, k, sums, wsums);
+        update_group(ch, r0, r1, labels, k, sums, wsums, &inertia);
       }
     });
     end_sums(k, sums, wsums);
@@ -330,41 +335,68 @@ class CpuEngine final : public Engine<T> {
     }
   }
 
-  // Sort-Inverse Update of one super-block, rows [r0, r1) of a chunk: adds each cluster's sum
-  // and weight into sums / wsums; returns the super-block's inertia.
-  double update_super(const Chunk<T>& ch, std::size_t r0, std::size_t r1, const std::int32_t* labels,
-                      std::size_t k, double* sums, double* wsums) {
-    const std::size_t n = r1 - r0;
-    const std::size_t dim = dim_;
-    const std::int32_t* lab = labels + ch.first + r0;
-    const double* w = weights_ ? weights_ + ch.first + r0 : nullptr;
-    const PointsRef<T> pts{ch.x.row(r0), ch.x.stride, dim, shift_t_.data()};
-    sort_by_label(lab, n, k);
+  // Rows per update group: whole super-blocks, enough of them for kBlocksPerThread blocks per
+  // thread. Only the parallel schedule depends on it (and on the thread count), never the order
+  // of additions.
+  std::size_t group_rows() const {
+    const std::size_t blocks_per_super = std::max<std::size_t>(1, granule_ / kUpdateBlock);
+    const std::size_t want = kBlocksPerThread * static_cast<std::size_t>(threads_);
+    return granule_ * ((want + blocks_per_super - 1) / blocks_per_super);
+  }
 
-    // Cut the sorted order into fixed blocks; a segment is the part of one cluster's run that
-    // lies in one block. Segments enumerated cluster by cluster are also in position order, so
-    // each cluster's segments are contiguous and each block's segments are contiguous.
-    const std::size_t B = update_block(dim);
-    const std::size_t nblocks = (n + B - 1) / B;
+  // Sort-Inverse Update of the super-blocks in rows [r0, r1) of a chunk (r0 on a super-block
+  // boundary). Each super-block's labels are counting-sorted on their own and its sorted order is
+  // cut into blocks of kUpdateBlock positions; a segment is one cluster's run inside one block.
+  // All blocks of the group are reduced in parallel; then each cluster's segments are added to
+  // its running sum in (super-block, block) order, and the blocks' inertias to *inertia in block
+  // order -- the order a single pass over all of X would use, whatever the grouping or chunking.
+  void update_group(const Chunk<T>& ch, std::size_t r0, std::size_t r1, const std::int32_t* labels,
+                    std::size_t k, double* sums, double* wsums, double* inertia) {
+    const std::size_t dim = dim_;
+    const std::size_t S = granule_;
+    const std::size_t B = kUpdateBlock;
+    const std::size_t nsb = (r1 - r0 + S - 1) / S;
+    perm_.resize(r1 - r0);
+    offsets_.resize(nsb * (k + 1));
+    for (std::size_t sb = 0; sb < nsb; ++sb) {
+      const std::size_t a = r0 + sb * S;
+      sort_by_label(labels + ch.first + a, std::min(S, r1 - a), k, perm_.data() + sb * S,
+                    offsets_.data() + sb * (k + 1));
+    }
+
+    // Segments in (super-block, cluster, position) order, which is also position order in perm_
+    // (super-block sb's sorted order occupies perm_[sb*S ...]); blocks never straddle two
+    // super-blocks.
     seg_begin_.clear();
     seg_cluster_.clear();
-    for (std::size_t c = 0; c < k; ++c) {
-      for (std::size_t pos = offsets_[c]; pos < offsets_[c + 1];) {
-        const std::size_t end = std::min<std::size_t>(offsets_[c + 1], (pos / B + 1) * B);
-        seg_begin_.push_back(pos);
-        seg_cluster_.push_back(static_cast<std::uint32_t>(c));
-        pos = end;
+    block_first_.clear();  // first perm_ position of each block
+    first_seg_.assign(nsb * (k + 1), 0);
+    for (std::size_t sb = 0; sb < nsb; ++sb) {
+      const std::size_t base = sb * S;
+      const std::size_t len = std::min(S, r1 - r0 - base);
+      for (std::size_t p = 0; p < len; p += B) block_first_.push_back(base + p);
+      const std::uint64_t* off = offsets_.data() + sb * (k + 1);
+      for (std::size_t c = 0; c < k; ++c) {
+        first_seg_[sb * (k + 1) + c] = seg_begin_.size();
+        for (std::size_t pos = off[c]; pos < off[c + 1];) {
+          const std::size_t end = std::min<std::size_t>(off[c + 1], (pos / B + 1) * B);
+          seg_begin_.push_back(base + pos);
+          seg_cluster_.push_back(static_cast<std::uint32_t>(c));
+          pos = end;
+        }
       }
+      first_seg_[sb * (k + 1) + k] = seg_begin_.size();
     }
     const std::size_t nseg = seg_begin_.size();
-    seg_begin_.push_back(n);
+    const std::size_t nblocks = block_first_.size();
+    seg_begin_.push_back(r1 - r0);
+    block_first_.push_back(r1 - r0);
+    // First segment of each block (segments and blocks are both in position order).
     block_seg_.assign(nblocks + 1, nseg);
-    for (std::size_t s = nseg; s-- > 0;) block_seg_[seg_begin_[s] / B] = s;
-    for (std::size_t b = nblocks; b-- > 0;) block_seg_[b] = std::min(block_seg_[b], block_seg_[b + 1]);
-    // Segment -> cluster ranges are monotone; find each cluster's first segment.
-    first_seg_.assign(k + 1, nseg);
-    for (std::size_t s = nseg; s-- > 0;) first_seg_[seg_cluster_[s]] = s;
-    for (std::size_t c = k; c-- > 0;) first_seg_[c] = std::min(first_seg_[c], first_seg_[c + 1]);
+    for (std::size_t b = 0, s = 0; b < nblocks; ++b) {
+      while (s < nseg && seg_begin_[s] < block_first_[b]) ++s;
+      block_seg_[b] = s;
+    }
 
     part_sum_.assign(nseg * dim, 0.0);
     part_w_.assign(nseg, 0.0);
@@ -372,33 +404,37 @@ class CpuEngine final : public Engine<T> {
 #pragma omp parallel num_threads(threads_)
     {
       std::vector<double> sq(dim);
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, 1)
       for (std::size_t b = 0; b < nblocks; ++b) {
+        const std::size_t sb = block_first_[b] / S;
+        const std::size_t a = r0 + sb * S;  // the super-block's first row in the chunk
+        const std::size_t sb_end = std::min(S, r1 - a) + sb * S;  // its end in perm_
+        const PointsRef<T> pts{ch.x.row(a), ch.x.stride, dim, shift_t_.data()};
+        const double* w = weights_ ? weights_ + ch.first + a : nullptr;
         std::fill(sq.begin(), sq.end(), 0.0);
         for (std::size_t s = block_seg_[b]; s < block_seg_[b + 1]; ++s) {
           const std::size_t c = seg_cluster_[s];
           table_->accumulate_run(pts, perm_.data() + seg_begin_[s], seg_begin_[s + 1] - seg_begin_[s],
-                                 n - seg_begin_[s], w, abs_centroids_.data() + c * dim,
+                                 sb_end - seg_begin_[s], w, abs_centroids_.data() + c * dim,
                                  part_sum_.data() + s * dim, part_w_.data() + s, sq.data());
         }
         double acc = 0;
         for (std::size_t j = 0; j < dim; ++j) acc += sq[j];
         block_inertia_[b] = acc;
       }
-      // Add each cluster's segments in block order.
 #pragma omp for schedule(dynamic, 16)
       for (std::size_t c = 0; c < k; ++c) {
         double* out = sums + c * dim;
-        for (std::size_t s = first_seg_[c]; s < first_seg_[c + 1]; ++s) {
-          const double* p = part_sum_.data() + s * dim;
-          for (std::size_t j = 0; j < dim; ++j) out[j] += p[j];
-          wsums[c] += part_w_[s];
+        for (std::size_t sb = 0; sb < nsb; ++sb) {
+          for (std::size_t s = first_seg_[sb * (k + 1) + c]; s < first_seg_[sb * (k + 1) + c + 1]; ++s) {
+            const double* p = part_sum_.data() + s * dim;
+            for (std::size_t j = 0; j < dim; ++j) out[j] += p[j];
+            wsums[c] += part_w_[s];
+          }
         }
       }
     }
-    double inertia = 0;
-    for (double v : block_inertia_) inertia += v;
-    return inertia;
+    for (double v : block_inertia_) *inertia += v;
   }
 
   // FlashAssign and a tile-local Sort-Inverse Update in one pass over a chunk: each tile of rows
@@ -483,15 +519,14 @@ class CpuEngine final : public Engine<T> {
     for (std::size_t t = 0; t < ntasks; ++t) fn(r0 + t * chunk, std::min(r1, r0 + (t + 1) * chunk));
   }
 
-  // Counting sort of n labels: offsets_[c]..offsets_[c+1] is cluster c's run in perm_ (local
-  // indices), each run in increasing point order (a stable sort, so the result does not depend
+  // Counting sort of n labels: offsets[c]..offsets[c+1] is cluster c's run in perm (indices
+  // 0..n-1), each run in increasing point order (a stable sort, so the result does not depend
   // on how it is split).
-  void sort_by_label(const std::int32_t* labels, std::size_t n, std::size_t k) {
+  void sort_by_label(const std::int32_t* labels, std::size_t n, std::size_t k, std::uint32_t* perm,
+                     std::uint64_t* offsets) {
     const std::size_t nt = static_cast<std::size_t>(threads_);
     const std::size_t span = (n + nt - 1) / nt;
     hist_.assign(nt * k, 0);
-    offsets_.assign(k + 1, 0);
-    perm_.resize(n);
 #pragma omp parallel num_threads(threads_)
     {
       const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
@@ -504,16 +539,16 @@ class CpuEngine final : public Engine<T> {
       {
         std::uint64_t pos = 0;
         for (std::size_t c = 0; c < k; ++c) {
-          offsets_[c] = pos;
+          offsets[c] = pos;
           for (std::size_t u = 0; u < nt; ++u) {
             const std::uint64_t cnt = hist_[u * k + c];
             hist_[u * k + c] = pos;
             pos += cnt;
           }
         }
-        offsets_[k] = pos;
+        offsets[k] = pos;
       }
-      for (std::size_t i = lo; i < hi; ++i) perm_[h[labels[i]]++] = static_cast<std::uint32_t>(i);
+      for (std::size_t i = lo; i < hi; ++i) perm[h[labels[i]]++] = static_cast<std::uint32_t>(i);
     }
   }
 
@@ -600,6 +635,7 @@ class CpuEngine final : public Engine<T> {
   std::vector<std::size_t> seg_begin_;
   std::vector<std::uint32_t> seg_cluster_;
   std::vector<std::size_t> block_seg_;
+  std::vector<std::size_t> block_first_;
   std::vector<std::size_t> first_seg_;
   std::vector<double> block_inertia_;
   std::vector<double> abs_centroids_;
