@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <bit>
@@ -605,11 +607,18 @@ TEST_F(IoTest, FileErrorsNameTheFile) {
                             {unknown, "'.parquet'", ".npy", ".fvecs", ".bvecs", ".csv", "--dim"});
   expect_error<FormatError>([&] { format_from_path("noext"); }, {"noext", "no file extension"});
   EXPECT_EQ(format_from_path("/a.b/c.NPY"), Format::kNpy);
-  if (geteuid() != 0) {  // root reads regardless of permissions
-    const std::string locked = write("locked.csv", "1,2\n");
-    chmod(locked.c_str(), 0);
-    expect_error<FileError>([&] { probe(locked); }, {locked, "Permission denied"});
-  }
+  // A path nobody can open for reading, root included (tests run as root, which ignores
+  // permission bits): a Unix socket.
+  const std::string sock = path("sock.npy");
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  expect_error<FileError>([&] { probe(sock); }, {sock});
+  close(fd);
 }
 
 TEST_F(IoTest, FileShrinkingAfterProbeIsAFileError) {
