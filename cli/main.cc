@@ -363,7 +363,10 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
            json_number(stream.wait_seconds) + "},\n";
     }
     j += "  \"cluster_sizes\": [";
-    for (std::size_t c = 0; c < k; ++c) j += (c ? ", " : "") + std::to_string(sizes[c]);
+    for (std::size_t c = 0; c < k; ++c) {
+      j += c ? ", " : "";
+      j += std::to_string(sizes[c]);
+    }
     j += "],\n  \"outputs\": {\"centroids\": " + json_string(a.output);
     if (!a.labels.empty()) j += ", \"labels\": " + json_string(a.labels);
     if (!a.report.empty()) j += ", \"report\": " + json_string(a.report);
@@ -446,7 +449,10 @@ int run_predict(const PredictArgs& a, const io::DatasetInfo& info) {
                     ",\n  \"streamed\": " + (plan.streamed ? "true" : "false") +
                     ",\n  \"memory_limit\": " + std::to_string(limit) + ",\n  \"peak_rss\": " +
                     std::to_string(peak_rss()) + ",\n  \"cluster_sizes\": [";
-    for (std::size_t c = 0; c < k; ++c) j += (c ? ", " : "") + std::to_string(sizes[c]);
+    for (std::size_t c = 0; c < k; ++c) {
+      j += c ? ", " : "";
+      j += std::to_string(sizes[c]);
+    }
     j += "],\n  \"outputs\": {\"labels\": " + json_string(a.output) + "}\n}\n";
     std::fputs(j.c_str(), stdout);
   }

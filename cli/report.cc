@@ -223,9 +223,15 @@ std::string report_json(const ReportData& d, const SizeChart& sizes, bool log_sc
     first_run = false;
     j += "{\"run\":" + std::to_string(run) + ",\"best\":" + json_bool(run == d.best_init) +
          ",\"iteration\":[";
-    for (std::size_t i = 0; i < its.size(); ++i) j += (i ? "," : "") + std::to_string(its[i]->iteration);
+    for (std::size_t i = 0; i < its.size(); ++i) {
+      j += i ? "," : "";
+      j += std::to_string(its[i]->iteration);
+    }
     j += "],\"inertia\":[";
-    for (std::size_t i = 0; i < its.size(); ++i) j += (i ? "," : "") + json_number(its[i]->inertia);
+    for (std::size_t i = 0; i < its.size(); ++i) {
+      j += i ? "," : "";
+      j += json_number(its[i]->inertia);
+    }
     j += "]}";
   }
   j += "]},\"sizes\":{\"k\":" + std::to_string(d.cluster_sizes.size());

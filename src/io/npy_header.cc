@@ -279,10 +279,12 @@ NpyHeader parse_npy_any(const std::string& path, const unsigned char* bytes, std
     if (__builtin_mul_overflow(count, h.shape[i], &count)) count = UINT64_MAX;
   }
   std::uint64_t data_bytes = 0;
-  std::string shape_text = h.ndim == 0   ? std::string("()")
-                           : h.ndim == 1 ? "(" + std::to_string(h.shape[0]) + ",)"
-                                         : "(" + std::to_string(h.shape[0]) + ", " +
-                                               std::to_string(h.shape[1]) + ")";
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "(" + string.
+  std::string shape_text = "(";
+  if (h.ndim >= 1) shape_text += std::to_string(h.shape[0]);
+  if (h.ndim == 1) shape_text += ",";
+  if (h.ndim == 2) shape_text += ", " + std::to_string(h.shape[1]);
+  shape_text += ")";
   if (count == UINT64_MAX ||
       __builtin_mul_overflow(count, dtype_size(h.dtype), &data_bytes)) {
     throw_format(path, "the .npy shape " + shape_text + " of " + dtype_name(h.dtype) +
