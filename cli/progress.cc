@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstring>
@@ -64,7 +65,14 @@ bool Progress::iteration(const IterationStats& s) {
                   s.empty_relocated ? ("  relocated " + std::to_string(s.empty_relocated)).c_str() : "",
                   per, human_seconds(left).c_str());
     if (tty_) {
-      std::fprintf(stderr, "\r\033[K%s", line);
+      // A bar of the iterations run against max_iter (a run usually converges before the end).
+      constexpr int kWidth = 20;
+      const int filled = std::min(kWidth, s.iteration * kWidth / std::max(1, max_iter_));
+      std::string bar(kWidth + 3, '.');
+      bar.front() = '[';
+      bar.replace(1, static_cast<std::size_t>(filled), static_cast<std::size_t>(filled), '#');
+      bar.replace(kWidth + 1, 2, "] ");
+      std::fprintf(stderr, "\r\033[K%s%s", bar.c_str(), line);
       live_ = true;
     } else {
       std::fprintf(stderr, "%s\n", line);
