@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "core/init.hpp"
+#include "core/fit_engine.hpp"
 #include "core/lloyd.hpp"
 #include "core/validate.hpp"
 #include "cpu/cpu_engine.hpp"
@@ -63,6 +64,10 @@ std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> cen
   return engine;
 }
 
+}  // namespace
+
+namespace detail {
+
 // The driver around an engine: init runs, Lloyd, the best run's result.
 template <class T>
 KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMeansOptions& options) {
@@ -82,11 +87,13 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
   const int runs = options.init == InitMethod::kExplicit ? 1 : options.n_init;
   detail::LloydRun best;
   for (int r = 0; r < runs; ++r) {
-    std::vector<double> c0;
-    switch (options.init) {
-      case InitMethod::kMeansPlusPlus: c0 = detail::init_kmeanspp(*engine, k, rng); break;
-      case InitMethod::kRandom: c0 = detail::init_random(*engine, k, rng); break;
-      case InitMethod::kExplicit: c0 = centred_copy(*engine, options.init_centroids); break;
+    // A distributed engine chooses initial centroids itself (an empty answer: the driver does).
+    std::vector<double> c0 = options.init == InitMethod::kExplicit
+                                 ? centred_copy(*engine, options.init_centroids)
+                                 : engine->initial_centroids(options.init, k, rng);
+    if (c0.empty()) {
+      c0 = options.init == InitMethod::kMeansPlusPlus ? detail::init_kmeanspp(*engine, k, rng)
+                                                      : detail::init_random(*engine, k, rng);
     }
     detail::LloydRun run = detail::run_lloyd(*engine, std::move(c0), k, options, tol_abs, zero_dist, r, result.history);
     if (r == 0 || run.inertia < best.inertia) {
@@ -109,21 +116,24 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
   return result;
 }
 
-}  // namespace
+template KMeansResult<float> fit_engine<float>(std::unique_ptr<Engine<float>>, const KMeansOptions&);
+template KMeansResult<double> fit_engine<double>(std::unique_ptr<Engine<double>>, const KMeansOptions&);
+
+}  // namespace detail
 
 template <class T>
 KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
   detail::check_view(X, "X");
   detail::check_options(options, X.rows, X.cols, std::is_same_v<T, float>);
   detail::check_weights(options.sample_weight, X.rows);
-  return fit_engine(detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target), options);
+  return detail::fit_engine(detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target), options);
 }
 
 template <class T>
 KMeansResult<T> fit(RowSource<T>& source, const KMeansOptions& options) {
   detail::check_options(options, source.rows(), source.cols(), std::is_same_v<T, float>);
   detail::check_weights(options.sample_weight, source.rows());
-  return fit_engine(detail::make_cpu_engine(source, options.sample_weight, options.n_threads, options.target), options);
+  return detail::fit_engine(detail::make_cpu_engine(source, options.sample_weight, options.n_threads, options.target), options);
 }
 
 std::size_t row_source_granule(std::size_t cols, std::size_t elem_size) {

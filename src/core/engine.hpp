@@ -4,8 +4,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
+#include <vector>
+
+#include "flashkm/options.hpp"
 
 namespace flashkm::detail {
+
+/// A point offered to an empty cluster: farthest from its centroid first.
+struct FarPoint {
+  double dist = 0;            // squared distance to its centroid
+  std::uint64_t index = 0;    // row index in the whole data set
+  std::int32_t label = 0;
+  double weight = 1;
+  std::vector<double> row;    // the row minus shift()
+};
 
 /// An engine owns a prepared data set (validated, centred on `shift()`) and runs the two
 /// Lloyd kernels over it. Centroids cross this interface centred on shift(), in float64,
@@ -15,7 +28,10 @@ class Engine {
  public:
   virtual ~Engine() = default;
 
+  /// Rows this engine holds (labels and distances are this long); a distributed engine holds
+  /// one shard of total_rows().
   virtual std::size_t rows() const = 0;
+  virtual std::size_t total_rows() const { return rows(); }
   virtual std::size_t cols() const = 0;
   /// The centring vector: X's column means rounded to T (so that x - shift is exact in T for
   /// data with a large common offset), as float64.
@@ -28,6 +44,19 @@ class Engine {
   virtual const double* weights() const = 0;
   /// Row i of X minus shift(), in float64 (a random read when X is streamed).
   virtual void row_centred(std::size_t i, double* out) = 0;
+  /// X's column means (float64) and a way to centre on other means (a distributed engine's
+  /// global ones); shift() becomes `mean` rounded to T.
+  virtual const double* mean() const = 0;
+  virtual void set_mean(const double* mean) = 0;
+
+  /// The m points of the whole data set farthest from their centroids (ties: lowest index),
+  /// farthest first, given this engine's labels and distances.
+  virtual std::vector<FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) = 0;
+  /// A decision every part of a distributed engine takes together (all must say yes).
+  virtual bool agree(bool yes) { return yes; }
+  /// Initial centroids (centred) when the engine chooses them itself (a distributed engine);
+  /// empty to let the driver's own initialisation run.
+  virtual std::vector<double> initial_centroids(InitMethod, std::size_t, std::mt19937_64&) { return {}; }
 
   /// Makes these the centroids of the following assign / distance calls.
   virtual void set_centroids(const double* centroids, std::size_t k) = 0;

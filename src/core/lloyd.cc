@@ -13,48 +13,40 @@ namespace {
 // and coordinates leave its old cluster. A point is not taken from a cluster it would empty.
 // Points within `zero_dist` of their centroid are not candidates: a centroid there would
 // duplicate one that already exists (up to rounding), lose every tie and empty again.
-// Deterministic: depends only on dist, labels and the sums. Returns how many were relocated.
+// Deterministic: depends only on dist, labels and the sums (the engine's farthest() sees all
+// shards of a distributed engine). Returns how many were relocated.
 template <class T>
 std::size_t relocate_empty(Engine<T>& engine, const std::int32_t* labels, const T* dist,
                            std::size_t k, std::vector<double>& sums, std::vector<double>& wsums,
                            std::vector<double>& fixed_centroids, std::vector<char>& is_fixed,
                            double zero_dist) {
-  const std::size_t n = engine.rows();
+  const std::size_t total = engine.total_rows();
   const std::size_t dim = engine.cols();
-  const double* w = engine.weights();
   std::vector<std::size_t> empty;
   for (std::size_t c = 0; c < k; ++c) {
     if (wsums[c] == 0.0) empty.push_back(c);
   }
   if (empty.empty()) return 0;
 
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  auto farther = [&](std::size_t a, std::size_t b) {
-    return dist[a] > dist[b] || (dist[a] == dist[b] && a < b);
-  };
-  // Only the first few candidates are usually needed; sort more only if they run out.
-  std::size_t sorted = std::min(n, 4 * empty.size() + 64);
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), farther);
-
+  // Only the first few candidates are usually needed; ask for more only if they run out (the
+  // longer list starts with the shorter one: the order is total).
+  std::size_t want = std::min(total, 4 * empty.size() + 64);
+  std::vector<FarPoint> far = engine.farthest(labels, dist, want);
   std::size_t relocated = 0;
   std::size_t next = 0;
-  std::vector<double> x(dim);
   for (std::size_t c : empty) {
     while (true) {
-      if (next == sorted && sorted < n) {
-        std::sort(order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), farther);
-        sorted = n;
+      if (next == far.size() && want < total) {
+        want = std::min(total, 4 * want);
+        far = engine.farthest(labels, dist, want);
       }
-      if (next == n || !(static_cast<double>(dist[order[next]]) > zero_dist)) break;
-      const std::size_t p = order[next++];
-      const std::size_t donor = static_cast<std::size_t>(labels[p]);
-      const double wp = w ? w[p] : 1.0;
-      if (is_fixed[donor] || (wp > 0 && !(wsums[donor] - wp > 0))) continue;
-      engine.row_centred(p, x.data());
-      for (std::size_t j = 0; j < dim; ++j) sums[donor * dim + j] -= wp * x[j];
-      wsums[donor] -= wp;
-      std::copy(x.begin(), x.end(), fixed_centroids.begin() + static_cast<std::ptrdiff_t>(c * dim));
+      if (next == far.size() || !(far[next].dist > zero_dist)) break;
+      const FarPoint& p = far[next++];
+      const std::size_t donor = static_cast<std::size_t>(p.label);
+      if (is_fixed[donor] || (p.weight > 0 && !(wsums[donor] - p.weight > 0))) continue;
+      for (std::size_t j = 0; j < dim; ++j) sums[donor * dim + j] -= p.weight * p.row[j];
+      wsums[donor] -= p.weight;
+      std::copy(p.row.begin(), p.row.end(), fixed_centroids.begin() + static_cast<std::ptrdiff_t>(c * dim));
       is_fixed[c] = 1;
       ++relocated;
       break;
@@ -109,7 +101,7 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
     history.push_back(stats);
     run.n_iter = it;
     run.inertia = inertia;
-    const bool keep_going = !options.callback || options.callback(stats);
+    const bool keep_going = engine.agree(!options.callback || options.callback(stats));
 
     if (it > 1 && changed == 0 && relocated == 0) {
       // Strict convergence: these labels are the assignment of `centroids`, which we keep.

@@ -144,8 +144,10 @@ class Rows {
 template <class T>
 class CpuEngine final : public Engine<T> {
  public:
-  CpuEngine(Rows<T> rows, std::span<const double> weights, int n_threads, const KernelTable<T>* table)
+  CpuEngine(Rows<T> rows, std::span<const double> weights, int n_threads, const KernelTable<T>* table,
+            std::size_t row_offset)
       : data_(rows),
+        row_offset_(row_offset),
         n_(rows.rows()),
         dim_(rows.cols()),
         row_bytes_(std::max<std::size_t>(1, rows.cols() * sizeof(T))),
@@ -163,6 +165,35 @@ class CpuEngine final : public Engine<T> {
   const double* shift() const override { return shift_.data(); }
   const char* target() const override { return table_->name; }
   const double* weights() const override { return weights_; }
+
+  const double* mean() const override { return mean_.data(); }
+
+  void set_mean(const double* mean) override {
+    for (std::size_t j = 0; j < dim_; ++j) {
+      mean_[j] = mean[j];
+      shift_t_[j] = static_cast<T>(mean_[j]);
+      shift_[j] = static_cast<double>(shift_t_[j]);
+    }
+  }
+
+  std::vector<FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override {
+    m = std::min(m, n_);
+    std::vector<std::size_t> order(n_);
+    for (std::size_t i = 0; i < n_; ++i) order[i] = i;
+    auto farther = [&](std::size_t a, std::size_t b) { return dist[a] > dist[b] || (dist[a] == dist[b] && a < b); };
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m), order.end(), farther);
+    std::vector<FarPoint> out(m);
+    for (std::size_t t = 0; t < m; ++t) {
+      const std::size_t i = order[t];
+      out[t].dist = static_cast<double>(dist[i]);
+      out[t].index = row_offset_ + i;
+      out[t].label = labels[i];
+      out[t].weight = weights_ ? weights_[i] : 1.0;
+      out[t].row.resize(dim_);
+      row_centred(i, out[t].row.data());
+    }
+    return out;
+  }
 
   void row_centred(std::size_t i, double* out) override {
     row_buf_.resize(dim_);
@@ -598,7 +629,7 @@ class CpuEngine final : public Engine<T> {
       }
     });
     if (first_bad != kNone) {
-      const std::size_t r = first_bad / dim, c = first_bad % dim;
+      const std::size_t r = row_offset_ + first_bad / dim, c = first_bad % dim;
       const double v = bad_value;
       throw InvalidData(std::string("X contains ") + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") +
                         " at row " + std::to_string(r) + ", column " + std::to_string(c));
@@ -612,6 +643,7 @@ class CpuEngine final : public Engine<T> {
   }
 
   Rows<T> data_;
+  std::size_t row_offset_;  // index of row 0 in the whole data set (shards), for messages
   std::size_t n_;
   std::size_t dim_;
   std::size_t row_bytes_;
@@ -647,16 +679,16 @@ class CpuEngine final : public Engine<T> {
 
 template <class T>
 std::unique_ptr<Engine<T>> make_cpu_engine(MatrixView<T> X, std::span<const double> weights,
-                                           int n_threads, const std::string& target) {
+                                           int n_threads, const std::string& target, std::size_t row_offset) {
   const KernelTable<T>* table = find_table<T>(requested_target(target));
-  return std::make_unique<CpuEngine<T>>(Rows<T>(X), weights, n_threads, table);
+  return std::make_unique<CpuEngine<T>>(Rows<T>(X), weights, n_threads, table, row_offset);
 }
 
 template <class T>
 std::unique_ptr<Engine<T>> make_cpu_engine(RowSource<T>& source, std::span<const double> weights,
-                                           int n_threads, const std::string& target) {
+                                           int n_threads, const std::string& target, std::size_t row_offset) {
   const KernelTable<T>* table = find_table<T>(requested_target(target));
-  return std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table);
+  return std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table, row_offset);
 }
 
 std::size_t cpu_granule(std::size_t cols, std::size_t elem_size) {
@@ -665,16 +697,16 @@ std::size_t cpu_granule(std::size_t cols, std::size_t elem_size) {
 
 template std::unique_ptr<Engine<float>> make_cpu_engine<float>(MatrixView<float>,
                                                                std::span<const double>, int,
-                                                               const std::string&);
+                                                               const std::string&, std::size_t);
 template std::unique_ptr<Engine<double>> make_cpu_engine<double>(MatrixView<double>,
                                                                  std::span<const double>, int,
-                                                                 const std::string&);
+                                                                 const std::string&, std::size_t);
 template std::unique_ptr<Engine<float>> make_cpu_engine<float>(RowSource<float>&,
                                                                std::span<const double>, int,
-                                                               const std::string&);
+                                                               const std::string&, std::size_t);
 template std::unique_ptr<Engine<double>> make_cpu_engine<double>(RowSource<double>&,
                                                                  std::span<const double>, int,
-                                                                 const std::string&);
+                                                                 const std::string&, std::size_t);
 
 std::vector<std::string> cpu_target_names() {
   std::vector<std::string> names;
