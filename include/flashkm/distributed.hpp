@@ -1,0 +1,65 @@
+// Distributed k-means over MPI: every rank holds a shard of the rows (link flashkm::mpi).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "flashkm/matrix_view.hpp"
+#include "flashkm/options.hpp"
+#include "flashkm/result.hpp"
+#include "flashkm/source.hpp"
+
+namespace flashkm::mpi {
+
+/// MPI_Init_thread on construction (unless MPI is already initialised), MPI_Finalize on
+/// destruction (if it initialised it). Without mpirun, MPI runs as a single rank.
+class Environment {
+ public:
+  Environment(int* argc, char*** argv);
+  ~Environment();
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+ private:
+  bool owner_ = false;
+};
+
+/// This process's rank and the number of ranks in MPI_COMM_WORLD.
+int rank();
+int size();
+
+/// Rows [first, last) of `total` rows that this rank holds in an even split in rank order.
+std::pair<std::size_t, std::size_t> shard_range(std::size_t total);
+
+/// Runs fn on every rank (collective). If it throws on any rank, every rank throws the same
+/// exception type (InvalidArgument, InvalidData, or Error) with the message of the lowest
+/// failing rank, prefixed "rank R: " -- so that no rank waits forever for one that failed.
+void collectively(const std::function<void()>& fn);
+
+/// Ends every rank of the job (MPI_Abort) with this exit code.
+[[noreturn]] void abort(int code);
+
+/// Exact Lloyd k-means over the rows of all ranks' shards, concatenated in rank order
+/// (collective over MPI_COMM_WORLD; every rank passes the same options and its own shard, at
+/// least one row, and its own rows' sample weights). Every rank returns the same centroids,
+/// inertia, n_iter and history; labels are those of the rank's own shard. Assignment is local;
+/// per-cluster sums and weights, inertia and label changes are all-reduced once per iteration
+/// (K*D + K + 2 doubles); empty clusters take the globally farthest points. Initialisation:
+/// `random` draws exactly the rows a single process would; k-means++ runs on a sample of at most
+/// max(64 K, 65536) rows gathered from all ranks (all rows when N is at most that, giving the
+/// single-process centres). Results equal the single-process fit up to float64 rounding of the
+/// sums (see docs/DISTRIBUTED.md). An error on any rank is thrown on all (see collectively()).
+template <class T>
+KMeansResult<T> fit(MatrixView<T> shard, const KMeansOptions& options);
+
+/// The same over a streamed shard (see flashkm::RowSource).
+template <class T>
+KMeansResult<T> fit(RowSource<T>& shard, const KMeansOptions& options);
+
+/// The shards' labels concatenated in rank order on rank 0 (empty on other ranks). Collective.
+std::vector<std::int32_t> gather_to_root(const std::vector<std::int32_t>& local);
+
+}  // namespace flashkm::mpi

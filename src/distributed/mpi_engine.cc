@@ -1,0 +1,442 @@
+// The MPI engine: a CPU engine over this rank's shard, with the Lloyd driver's global steps
+// (means, sums, inertia, farthest points, initialisation, decisions) done collectively. The
+// only file that includes <mpi.h>.
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "core/engine.hpp"
+#include "core/fit_engine.hpp"
+#include "core/init.hpp"
+#include "core/validate.hpp"
+#include "cpu/cpu_engine.hpp"
+#include "flashkm/distributed.hpp"
+#include "flashkm/errors.hpp"
+
+namespace flashkm::mpi {
+namespace {
+
+// k-means++ over all ranks runs on a gathered sample of at most this many rows (or 64 per
+// centre, if more): enough for the greedy seeding to see every dense region.
+constexpr std::size_t kMinSampleRows = 65536;
+constexpr std::size_t kSamplePerCentre = 64;
+
+MPI_Comm world() { return MPI_COMM_WORLD; }
+
+void allreduce_sum(double* data, std::size_t n) {
+  // MPI counts are int: reduce in pieces.
+  constexpr std::size_t kPiece = std::size_t{1} << 28;
+  for (std::size_t i = 0; i < n; i += kPiece) {
+    MPI_Allreduce(MPI_IN_PLACE, data + i, static_cast<int>(std::min(kPiece, n - i)), MPI_DOUBLE, MPI_SUM, world());
+  }
+}
+
+std::uint64_t allreduce_u64(std::uint64_t v, MPI_Op op) {
+  MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_UINT64_T, op, world());
+  return v;
+}
+
+// Every rank's vector of doubles, concatenated in rank order, on every rank.
+std::vector<double> allgather(const std::vector<double>& mine) {
+  const int n = size();
+  int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(n)), displs(static_cast<std::size_t>(n));
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, world());
+  int total = 0;
+  for (int r = 0; r < n; ++r) {
+    displs[static_cast<std::size_t>(r)] = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::vector<double> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, world());
+  return all;
+}
+
+template <class T>
+class MpiEngine final : public detail::Engine<T> {
+ public:
+  // Collective. `make_local(row_offset)` builds the CPU engine over this rank's shard.
+  template <class Make>
+  MpiEngine(std::size_t local_rows, std::size_t cols, int n_threads, const std::string& target, Make&& make_local)
+      : n_(local_rows), threads_(n_threads), target_(target) {
+    std::uint64_t before = 0;
+    std::uint64_t mine = local_rows;
+    MPI_Exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, world());
+    offset_ = rank() == 0 ? 0 : before;
+    total_ = allreduce_u64(mine, MPI_SUM);
+    collectively([&] {
+      if (local_rows == 0) {
+        throw InvalidArgument("this rank's shard has no rows (" + std::to_string(total_) + " rows over " +
+                              std::to_string(size()) + " ranks); every rank needs at least one");
+      }
+      local_ = make_local(offset_);
+    });
+    // Centre every shard on the global column means (sum of the shards' means times rows).
+    const std::size_t dim = cols;
+    std::vector<double> mean(local_->mean(), local_->mean() + dim);
+    for (double& v : mean) v *= static_cast<double>(n_);
+    allreduce_sum(mean.data(), dim);
+    for (double& v : mean) v /= static_cast<double>(total_);
+    local_->set_mean(mean.data());
+  }
+
+  std::size_t rows() const override { return n_; }
+  std::size_t total_rows() const override { return total_; }
+  std::size_t cols() const override { return local_->cols(); }
+  const double* shift() const override { return local_->shift(); }
+  const char* target() const override { return local_->target(); }
+  const double* weights() const override { return local_->weights(); }
+  void row_centred(std::size_t i, double* out) override { local_->row_centred(i, out); }
+  const double* mean() const override { return local_->mean(); }
+  void set_mean(const double* mean) override { local_->set_mean(mean); }
+
+  double mean_variance() override {
+    double v = 0;
+    collectively([&] { v = local_->mean_variance() * static_cast<double>(n_); });
+    allreduce_sum(&v, 1);
+    return v / static_cast<double>(total_);
+  }
+
+  void set_centroids(const double* centroids, std::size_t k) override { local_->set_centroids(centroids, k); }
+
+  std::size_t assign(std::int32_t* labels, T* dist) override {
+    std::uint64_t changed = 0;
+    collectively([&] { changed = local_->assign(labels, dist); });
+    return allreduce_u64(changed, MPI_SUM);
+  }
+
+  void lower_closest(const double* centroid, T* closest) override {
+    collectively([&] { local_->lower_closest(centroid, closest); });
+  }
+
+  void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) override {
+    collectively([&] { local_->potentials(candidates, m, closest, pot); });
+    allreduce_sum(pot, m);
+  }
+
+  void sqdistances(T* out) override {
+    collectively([&] { local_->sqdistances(out); });
+  }
+
+  double update(const std::int32_t* labels, const double* centroids, std::size_t k, double* sums,
+                double* wsums) override {
+    double inertia = 0;
+    collectively([&] { inertia = local_->update(labels, centroids, k, sums, wsums); });
+    return reduce_step(k, sums, wsums, inertia, nullptr);
+  }
+
+  double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
+                       double* sums, double* wsums, std::size_t* changed) override {
+    double inertia = 0;
+    collectively([&] { inertia = local_->assign_update(centroids, k, labels, dist, sums, wsums, changed); });
+    return reduce_step(k, sums, wsums, inertia, changed);
+  }
+
+  std::vector<detail::FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override {
+    const std::size_t dim = cols();
+    std::vector<detail::FarPoint> mine;
+    collectively([&] { mine = local_->farthest(labels, dist, std::min(m, n_)); });
+    // Record: dist, index, label, weight, row (indices < 2^53 are exact in a double).
+    const std::size_t rec = 4 + dim;
+    std::vector<double> packed;
+    packed.reserve(mine.size() * rec);
+    for (const auto& p : mine) {
+      packed.push_back(p.dist);
+      packed.push_back(static_cast<double>(p.index));
+      packed.push_back(static_cast<double>(p.label));
+      packed.push_back(p.weight);
+      packed.insert(packed.end(), p.row.begin(), p.row.end());
+    }
+    const std::vector<double> all = allgather(packed);
+    std::vector<detail::FarPoint> merged(all.size() / rec);
+    for (std::size_t t = 0; t < merged.size(); ++t) {
+      const double* r = all.data() + t * rec;
+      merged[t].dist = r[0];
+      merged[t].index = static_cast<std::uint64_t>(r[1]);
+      merged[t].label = static_cast<std::int32_t>(r[2]);
+      merged[t].weight = r[3];
+      merged[t].row.assign(r + 4, r + rec);
+    }
+    std::sort(merged.begin(), merged.end(), [](const detail::FarPoint& a, const detail::FarPoint& b) {
+      return a.dist > b.dist || (a.dist == b.dist && a.index < b.index);
+    });
+    if (merged.size() > m) merged.resize(m);
+    return merged;
+  }
+
+  bool agree(bool yes) override {
+    int v = yes ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_LAND, world());
+    return v != 0;
+  }
+
+  std::vector<double> initial_centroids(InitMethod method, std::size_t k, std::mt19937_64& rng) override {
+    return method == InitMethod::kRandom ? init_random(k, rng) : init_kmeanspp_sample(k, rng);
+  }
+
+ private:
+  // One all-reduce per Lloyd step: sums (K x D), weights (K), inertia, labels changed.
+  double reduce_step(std::size_t k, double* sums, double* wsums, double inertia, std::size_t* changed) {
+    const std::size_t dim = cols();
+    buf_.resize(k * dim + k + 2);
+    std::copy(sums, sums + k * dim, buf_.begin());
+    std::copy(wsums, wsums + k, buf_.begin() + static_cast<std::ptrdiff_t>(k * dim));
+    buf_[k * dim + k] = inertia;
+    buf_[k * dim + k + 1] = changed ? static_cast<double>(*changed) : 0.0;
+    allreduce_sum(buf_.data(), buf_.size());
+    std::copy(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(k * dim), sums);
+    std::copy(buf_.begin() + static_cast<std::ptrdiff_t>(k * dim), buf_.begin() + static_cast<std::ptrdiff_t>(k * dim + k), wsums);
+    if (changed) *changed = static_cast<std::size_t>(buf_[k * dim + k + 1]);
+    return buf_[k * dim + k];
+  }
+
+  // The single-process random init (Efraimidis-Spirakis keys from one generator stream over all
+  // rows in order): each rank skips to its first row's draw, keeps its k best keys, and the
+  // k best of all ranks win -- exactly the rows one process would draw.
+  std::vector<double> init_random(std::size_t k, std::mt19937_64& rng) {
+    const std::size_t dim = cols();
+    const double* w = weights();
+    std::mt19937_64 mine = rng;
+    mine.discard(offset_);
+    std::vector<std::pair<double, std::size_t>> keys(n_);
+    std::uint64_t positive = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const double wi = w ? w[i] : 1.0;
+      const double u = detail::uniform01(mine);
+      positive += wi > 0;
+      keys[i] = {wi > 0 ? std::log1p(-u) / wi : -std::numeric_limits<double>::infinity(), i};
+    }
+    rng.discard(total_);
+    positive = allreduce_u64(positive, MPI_SUM);
+    if (positive < k) {
+      throw InvalidData("init='random' needs n_clusters = " + std::to_string(k) +
+                        " rows with positive sample_weight, but only " + std::to_string(positive) +
+                        " have one");
+    }
+    auto greater = [](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    const std::size_t keep = std::min(k, n_);
+    std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(keep), keys.end(), greater);
+    std::vector<double> packed;
+    std::vector<double> row(dim);
+    for (std::size_t t = 0; t < keep; ++t) {
+      packed.push_back(keys[t].first);
+      packed.push_back(static_cast<double>(offset_ + keys[t].second));
+      row_centred(keys[t].second, row.data());
+      packed.insert(packed.end(), row.begin(), row.end());
+    }
+    const std::vector<double> all = allgather(packed);
+    const std::size_t rec = 2 + dim;
+    std::vector<std::pair<double, std::size_t>> best(all.size() / rec);
+    for (std::size_t t = 0; t < best.size(); ++t) best[t] = {all[t * rec], t};
+    std::sort(best.begin(), best.end(), [&](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && all[a.second * rec + 1] < all[b.second * rec + 1]);
+    });
+    std::vector<double> centroids(k * dim);
+    for (std::size_t c = 0; c < k; ++c) {
+      std::copy_n(all.data() + best[c].second * rec + 2, dim, centroids.data() + c * dim);
+    }
+    return centroids;
+  }
+
+  // Greedy k-means++ on every stride-th row of the whole data set (all rows when N is small),
+  // gathered on every rank, which all run the same seeding and agree without a broadcast.
+  std::vector<double> init_kmeanspp_sample(std::size_t k, std::mt19937_64& rng) {
+    const std::size_t dim = cols();
+    const std::size_t want = std::max(kMinSampleRows, kSamplePerCentre * k);
+    const std::size_t stride = (total_ + want - 1) / want;
+    const double* w = weights();
+    std::vector<double> packed;
+    std::vector<double> row(dim);
+    for (std::size_t g = (offset_ + stride - 1) / stride * stride; g < offset_ + n_; g += stride) {
+      row_centred(g - offset_, row.data());
+      packed.push_back(w ? w[g - offset_] : 1.0);
+      packed.insert(packed.end(), row.begin(), row.end());
+    }
+    const std::vector<double> all = allgather(packed);
+    const std::size_t rec = 1 + dim;
+    const std::size_t m = all.size() / rec;
+    // The sample back in X's own type and coordinates (x - shift + shift is exact: both in T).
+    std::vector<T> sample(m * dim);
+    std::vector<double> sw(m);
+    bool weighted = false;
+    for (std::size_t i = 0; i < m; ++i) {
+      sw[i] = all[i * rec];
+      weighted |= sw[i] != 1.0;
+      for (std::size_t j = 0; j < dim; ++j) sample[i * dim + j] = static_cast<T>(all[i * rec + 1 + j] + shift()[j]);
+    }
+    auto engine = detail::make_cpu_engine<T>(MatrixView<T>(sample.data(), m, dim),
+                                             weighted ? std::span<const double>(sw) : std::span<const double>(),
+                                             threads_, target_);
+    std::vector<double> c = detail::init_kmeanspp(*engine, k, rng);
+    for (std::size_t i = 0; i < k; ++i) {
+      for (std::size_t j = 0; j < dim; ++j) c[i * dim + j] += engine->shift()[j] - shift()[j];
+    }
+    return c;
+  }
+
+  std::unique_ptr<detail::Engine<T>> local_;
+  std::size_t n_;
+  std::size_t offset_ = 0;
+  std::size_t total_ = 0;
+  int threads_;
+  std::string target_;
+  std::vector<double> buf_;
+};
+
+// Weights of a shard: finite and >= 0 here, not all zero over all ranks.
+void check_shard_weights(std::span<const double> w, std::size_t n) {
+  collectively([&] {
+    if (w.empty()) return;
+    if (w.size() != n) {
+      throw InvalidArgument("sample_weight has " + std::to_string(w.size()) + " values for a shard of " +
+                            std::to_string(n) + " rows");
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(w[i]) || w[i] < 0) {
+        throw InvalidData("sample_weight[" + std::to_string(i) + "] of this shard = " + std::to_string(w[i]) +
+                          "; weights must be finite and >= 0");
+      }
+    }
+  });
+  int any = w.empty() ? 1 : 0;
+  for (double v : w) any |= v > 0;
+  MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_LOR, world());
+  if (!any) throw InvalidData("sample_weight is zero for every row of every shard");
+}
+
+template <class T, class Make>
+KMeansResult<T> fit_sharded(std::size_t local_rows, std::size_t cols, const KMeansOptions& options, Make&& make_local) {
+  std::uint64_t total = allreduce_u64(local_rows, MPI_SUM);
+  std::uint64_t max_cols = allreduce_u64(cols, MPI_MAX);
+  std::uint64_t min_cols = allreduce_u64(cols, MPI_MIN);
+  if (max_cols != min_cols) {
+    throw InvalidArgument("shards have different numbers of columns (" + std::to_string(min_cols) + " to " +
+                          std::to_string(max_cols) + ")");
+  }
+  detail::check_options(options, total, cols, std::is_same_v<T, float>);
+  check_shard_weights(options.sample_weight, local_rows);
+  auto engine = std::make_unique<MpiEngine<T>>(local_rows, cols, options.n_threads, options.target, make_local);
+  return detail::fit_engine<T>(std::move(engine), options);
+}
+
+}  // namespace
+
+Environment::Environment(int* argc, char*** argv) {
+  int ready = 0;
+  MPI_Initialized(&ready);
+  if (!ready) {
+    int provided = 0;
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    owner_ = true;
+  }
+}
+
+Environment::~Environment() {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (owner_ && !done) MPI_Finalize();
+}
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(world(), &r);
+  return r;
+}
+
+int size() {
+  int s = 1;
+  MPI_Comm_size(world(), &s);
+  return s;
+}
+
+std::pair<std::size_t, std::size_t> shard_range(std::size_t total) {
+  const std::size_t p = static_cast<std::size_t>(size());
+  const std::size_t r = static_cast<std::size_t>(rank());
+  return {total * r / p, total * (r + 1) / p};
+}
+
+void collectively(const std::function<void()>& fn) {
+  int code = 0;
+  std::string msg;
+  try {
+    fn();
+  } catch (const InvalidArgument& e) {
+    code = 1;
+    msg = e.what();
+  } catch (const InvalidData& e) {
+    code = 2;
+    msg = e.what();
+  } catch (const Error& e) {
+    code = 3;
+    msg = e.what();
+  } catch (const std::exception& e) {
+    code = 4;
+    msg = e.what();
+  }
+  int first = code ? rank() : INT_MAX;
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world());
+  if (first == INT_MAX) return;
+  int header[2] = {code, static_cast<int>(msg.size())};
+  MPI_Bcast(header, 2, MPI_INT, first, world());
+  msg.resize(static_cast<std::size_t>(header[1]));
+  MPI_Bcast(msg.data(), header[1], MPI_CHAR, first, world());
+  const std::string text = "rank " + std::to_string(first) + ": " + msg;
+  if (header[0] == 1) throw InvalidArgument(text);
+  if (header[0] == 2) throw InvalidData(text);
+  throw Error(text);
+}
+
+void abort(int code) {
+  MPI_Abort(world(), code);
+  std::abort();
+}
+
+template <class T>
+KMeansResult<T> fit(MatrixView<T> shard, const KMeansOptions& options) {
+  collectively([&] {
+    if (shard.rows > 0) detail::check_view(shard, "X (this rank's shard)");
+  });
+  return fit_sharded<T>(shard.rows, shard.cols, options, [&](std::size_t offset) {
+    return detail::make_cpu_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset);
+  });
+}
+
+template <class T>
+KMeansResult<T> fit(RowSource<T>& shard, const KMeansOptions& options) {
+  return fit_sharded<T>(shard.rows(), shard.cols(), options, [&](std::size_t offset) {
+    return detail::make_cpu_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset);
+  });
+}
+
+std::vector<std::int32_t> gather_to_root(const std::vector<std::int32_t>& local) {
+  const int n = size();
+  const int mine = static_cast<int>(local.size());
+  std::vector<int> counts(static_cast<std::size_t>(n)), displs(static_cast<std::size_t>(n));
+  MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, world());
+  std::vector<std::int32_t> all;
+  if (rank() == 0) {
+    long long total = 0;
+    for (int r = 0; r < n; ++r) {
+      displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
+      total += counts[static_cast<std::size_t>(r)];
+    }
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_Gatherv(local.data(), mine, MPI_INT32_T, all.data(), counts.data(), displs.data(), MPI_INT32_T, 0, world());
+  return all;
+}
+
+template KMeansResult<float> fit<float>(MatrixView<float>, const KMeansOptions&);
+template KMeansResult<double> fit<double>(MatrixView<double>, const KMeansOptions&);
+template KMeansResult<float> fit<float>(RowSource<float>&, const KMeansOptions&);
+template KMeansResult<double> fit<double>(RowSource<double>&, const KMeansOptions&);
+
+}  // namespace flashkm::mpi

@@ -1,0 +1,140 @@
+// Run under mpirun with 1-4 ranks: the MPI fit equals the single-process fit of the same rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "flashkm/distributed.hpp"
+#include "testlib.hpp"
+
+namespace flashkm {
+namespace {
+
+using testing::blobs;
+
+template <class T>
+struct Shard {
+  std::vector<T> all;
+  std::size_t n, d, first, last;
+  MatrixView<T> view() const { return MatrixView<T>(all.data() + first * d, last - first, d); }
+};
+
+template <class T>
+Shard<T> make_shard(std::size_t n, std::size_t d, std::size_t k, std::uint64_t seed, double offset = 0) {
+  Shard<T> s{blobs<T>(n, d, k, seed, 3.0, offset), n, d, 0, 0};
+  std::tie(s.first, s.last) = mpi::shard_range(n);
+  return s;
+}
+
+// Single-process and MPI results agree: the same labels everywhere, iterations and history
+// length; centroids and inertia up to float64 rounding of the sums (the shards' sums are added
+// in another order than one process adds them).
+template <class T>
+void expect_same(const KMeansResult<T>& single, const KMeansResult<T>& dist, const Shard<T>& s) {
+  EXPECT_EQ(single.n_iter, dist.n_iter);
+  EXPECT_EQ(single.history.size(), dist.history.size());
+  EXPECT_NEAR(single.inertia, dist.inertia, 1e-10 * std::abs(single.inertia));
+  ASSERT_EQ(single.centroids.size(), dist.centroids.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < single.centroids.size(); ++i) {
+    const double a = single.centroids[i], b = dist.centroids[i];
+    EXPECT_NEAR(a, b, 4 * std::numeric_limits<T>::epsilon() * (1 + std::abs(a))) << "value " << i;
+    differ += a != b;
+  }
+  ::testing::Test::RecordProperty("centroid_values_not_bitwise", static_cast<int>(differ));
+  const std::vector<std::int32_t> mine(single.labels.begin() + static_cast<std::ptrdiff_t>(s.first),
+                                       single.labels.begin() + static_cast<std::ptrdiff_t>(s.last));
+  EXPECT_EQ(mine, dist.labels);
+  const std::vector<std::int32_t> gathered = mpi::gather_to_root(dist.labels);
+  if (mpi::rank() == 0) EXPECT_EQ(gathered, single.labels);
+}
+
+template <class T>
+void compare(const Shard<T>& s, KMeansOptions opt) {
+  opt.n_threads = 1;
+  const KMeansResult<T> single = fit(MatrixView<T>(s.all.data(), s.n, s.d), opt);
+  const KMeansResult<T> dist = mpi::fit(s.view(), opt);
+  expect_same(single, dist, s);
+}
+
+TEST(Mpi, ExplicitInitFloat) {
+  const auto s = make_shard<float>(20011, 17, 9, 1, 50.0);
+  const std::vector<double> c0 = testing::pick_rows(s.all, s.d, testing::distinct_ids(s.n, 9, 3));
+  compare(s, testing::explicit_init(c0, 9, s.d));
+}
+
+TEST(Mpi, RandomInitDrawsTheSingleProcessRowsDouble) {
+  const auto s = make_shard<double>(9000, 6, 5, 2);
+  KMeansOptions opt;
+  opt.n_clusters = 12;
+  opt.init = InitMethod::kRandom;
+  opt.n_init = 2;
+  opt.seed = 77;
+  compare(s, opt);
+}
+
+TEST(Mpi, KMeansPlusPlusOnAllRowsWhenSmall) {
+  const auto s = make_shard<float>(5000, 8, 6, 4);
+  KMeansOptions opt;
+  opt.n_clusters = 6;
+  opt.seed = 5;
+  compare(s, opt);
+}
+
+TEST(Mpi, WeightedWithEmptyClustersRelocated) {
+  // Duplicate initial centroids leave clusters empty; they take the globally farthest points.
+  const auto s = make_shard<float>(6000, 5, 4, 6);
+  std::vector<double> c0 = testing::pick_rows(s.all, s.d, {0, 0, 0, 1, 1, 2});
+  std::vector<double> w(s.n);
+  for (std::size_t i = 0; i < s.n; ++i) w[i] = 0.5 + static_cast<double>(i % 5);
+  KMeansOptions opt = testing::explicit_init(c0, 6, s.d);
+  opt.n_threads = 1;
+  opt.sample_weight = w;
+  const KMeansResult<float> single = fit(MatrixView<float>(s.all.data(), s.n, s.d), opt);
+  std::size_t relocated = 0;
+  for (const auto& h : single.history) relocated += h.empty_relocated;
+  ASSERT_GT(relocated, 0u);
+  opt.sample_weight = std::span<const double>(w.data() + s.first, s.last - s.first);
+  const KMeansResult<float> dist = mpi::fit(s.view(), opt);
+  expect_same(single, dist, s);
+}
+
+TEST(Mpi, NonFiniteValueOnOneRankStopsEveryRank) {
+  auto s = make_shard<float>(4000, 3, 2, 7);
+  const std::size_t bad_row = s.n - 10;  // on the last rank
+  s.all[bad_row * s.d + 2] = std::numeric_limits<float>::infinity();
+  KMeansOptions opt;
+  opt.n_clusters = 2;
+  try {
+    mpi::fit(s.view(), opt);
+    FAIL() << "expected InvalidData on every rank";
+  } catch (const InvalidData& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("rank " + std::to_string(mpi::size() - 1) + ":"), std::string::npos) << m;
+    EXPECT_NE(m.find("row " + std::to_string(bad_row) + ", column 2"), std::string::npos) << m;
+  }
+}
+
+TEST(Mpi, BadWeightsOnOneRankStopEveryRank) {
+  const auto s = make_shard<float>(3000, 3, 2, 8);
+  std::vector<double> w(s.last - s.first, 1.0);
+  if (mpi::rank() == mpi::size() - 1) w.back() = -1.0;
+  KMeansOptions opt;
+  opt.n_clusters = 2;
+  opt.sample_weight = w;
+  EXPECT_THROW(mpi::fit(s.view(), opt), InvalidData);
+}
+
+}  // namespace
+}  // namespace flashkm
+
+int main(int argc, char** argv) {
+  flashkm::mpi::Environment env(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  // Only rank 0 prints the progress; every rank's failures still print.
+  if (flashkm::mpi::rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  return RUN_ALL_TESTS();
+}
