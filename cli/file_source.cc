@@ -12,8 +12,12 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 template <class T>
 FileRowSource<T>::FileRowSource(const std::string& path, std::optional<std::size_t> raw_dim,
-                                std::size_t buffer_bytes)
-    : stream_(path, raw_dim), random_(path, raw_dim), buffer_bytes_(buffer_bytes) {}
+                                std::size_t buffer_bytes, std::size_t first_row, std::size_t row_count)
+    : stream_(path, raw_dim),
+      random_(path, raw_dim),
+      first_(std::min(first_row, stream_.rows())),
+      rows_(std::min(row_count, stream_.rows() - first_)),
+      buffer_bytes_(buffer_bytes) {}
 
 template <class T>
 FileRowSource<T>::~FileRowSource() {
@@ -77,7 +81,7 @@ void FileRowSource<T>::reader_loop(std::size_t chunk_rows) {
     const std::size_t r1 = std::min(n, r0 + chunk_rows);
     const auto t0 = Clock::now();
     try {
-      stream_.read_rows<T>(r0, r1, buf_[b].data());
+      stream_.read_rows<T>(first_ + r0, first_ + r1, buf_[b].data());
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu_);
       error_ = std::current_exception();
@@ -124,7 +128,7 @@ MatrixView<T> FileRowSource<T>::next_chunk(std::size_t* first) {
 
 template <class T>
 void FileRowSource<T>::read_row(std::size_t i, T* out) {
-  random_.read_rows<T>(i, i + 1, out);
+  random_.read_rows<T>(first_ + i, first_ + i + 1, out);
 }
 
 template class FileRowSource<float>;

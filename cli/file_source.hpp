@@ -29,12 +29,14 @@ struct StreamStats {
 template <class T>
 class FileRowSource final : public RowSource<T> {
  public:
-  /// Streams `path` (opened twice: one handle for the reader thread, one for random reads)
-  /// with at most `buffer_bytes` of chunk buffers in all (two chunks of whole granules).
-  FileRowSource(const std::string& path, std::optional<std::size_t> raw_dim, std::size_t buffer_bytes);
+  /// Streams rows [first_row, first_row + row_count) of `path` (all rows by default; opened
+  /// twice: one handle for the reader thread, one for random reads) with at most
+  /// `buffer_bytes` of chunk buffers in all (two chunks of whole granules).
+  FileRowSource(const std::string& path, std::optional<std::size_t> raw_dim, std::size_t buffer_bytes,
+                std::size_t first_row = 0, std::size_t row_count = static_cast<std::size_t>(-1));
   ~FileRowSource() override;
 
-  std::size_t rows() const override { return stream_.rows(); }
+  std::size_t rows() const override { return rows_; }
   std::size_t cols() const override { return stream_.cols(); }
   void begin_pass(std::size_t granule) override;
   MatrixView<T> next_chunk(std::size_t* first) override;
@@ -52,6 +54,8 @@ class FileRowSource final : public RowSource<T> {
 
   io::Dataset stream_;
   io::Dataset random_;
+  std::size_t first_;  // the file row of row 0
+  std::size_t rows_;
   std::size_t buffer_bytes_;
   std::vector<T> buf_[2];
 

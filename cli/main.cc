@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <new>
@@ -20,6 +21,9 @@
 #include "file_source.hpp"
 #include "flashkm/flashkm.hpp"
 #include "io/dataset.hpp"
+#ifdef FLASHKM_HAVE_MPI
+#include "flashkm/distributed.hpp"
+#endif
 #include "progress.hpp"
 #include "report.hpp"
 
@@ -51,6 +55,55 @@ class UsageError : public Error {
 template <class E>
 [[noreturn]] void rethrow_in(const std::string& file, const E& e) {
   throw E(file + ": " + e.what());
+}
+
+// --distributed: the helpers below make one code path serve a single process and MPI ranks.
+bool is_root(bool distributed) {
+#ifdef FLASHKM_HAVE_MPI
+  if (distributed) return mpi::rank() == 0;
+#endif
+  (void)distributed;
+  return true;
+}
+
+// Runs fn; distributed, on every rank together, so that an error on one rank stops all of
+// them with the same exception instead of leaving the others waiting.
+void together(bool distributed, const std::function<void()>& fn) {
+#ifdef FLASHKM_HAVE_MPI
+  if (distributed) {
+    mpi::collectively(fn);
+    return;
+  }
+#endif
+  (void)distributed;
+  fn();
+}
+
+// The rows this process clusters: all of them, or this rank's even share.
+std::pair<std::size_t, std::size_t> my_rows(bool distributed, std::size_t n) {
+#ifdef FLASHKM_HAVE_MPI
+  if (distributed) return mpi::shard_range(n);
+#endif
+  (void)distributed;
+  return {0, n};
+}
+
+template <class T, class X>
+KMeansResult<T> fit_rows(bool distributed, X&& x, const KMeansOptions& opt) {
+#ifdef FLASHKM_HAVE_MPI
+  if (distributed) return mpi::fit(std::forward<X>(x), opt);
+#endif
+  (void)distributed;
+  return fit(std::forward<X>(x), opt);
+}
+
+// All labels, in row order, on the root (the other ranks get theirs back).
+std::vector<std::int32_t> all_labels(bool distributed, std::vector<std::int32_t> mine) {
+#ifdef FLASHKM_HAVE_MPI
+  if (distributed) return mpi::gather_to_root(mine);
+#endif
+  (void)distributed;
+  return mine;
 }
 
 // "512M", "2G", "1.5GiB", "100000" (bytes); powers of 1024.
@@ -208,41 +261,55 @@ struct FitArgs {
   std::string target;
   bool json = false;
   bool quiet = false;
+  bool distributed = false;
 };
 
 template <class T>
 int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   const auto t_start = Clock::now();
-  Progress progress(a.quiet, a.max_iter, a.init == "k-means++" || a.init == "random" ? a.n_init : 1);
+  const bool dist = a.distributed;
+  const bool root = is_root(dist);
+  Progress progress(a.quiet || !root, a.max_iter, a.init == "k-means++" || a.init == "random" ? a.n_init : 1);
   const std::size_t n = info.rows, d = info.cols;
+  const auto [r0, r1] = my_rows(dist, n);
 
   KMeansOptions opt;
   std::vector<double> weights;
-  if (!a.weights.empty()) {
-    weights = io::read_npy_vector(a.weights, n);
-    opt.sample_weight = weights;
-  }
   std::vector<T> init_c;
   std::size_t k = a.k;
-  if (a.init == "k-means++") {
-    opt.init = InitMethod::kMeansPlusPlus;
-  } else if (a.init == "random") {
-    opt.init = InitMethod::kRandom;
-  } else {
-    std::size_t file_k = 0;
-    init_c = read_centroids<T>(a.init, d, &file_k);
-    if (k != 0 && k != file_k) {
-      throw UsageError("-k " + std::to_string(k) + " but --init " + a.init + " holds " + std::to_string(file_k) +
-                       " centroids");
+  std::size_t limit = 0;
+  Plan plan;
+  together(dist, [&] {
+    if (!a.weights.empty()) {
+      weights = io::read_npy_vector(a.weights, n);
+      weights = std::vector<double>(weights.begin() + static_cast<std::ptrdiff_t>(r0),
+                                    weights.begin() + static_cast<std::ptrdiff_t>(r1));
+      opt.sample_weight = weights;
     }
-    k = file_k;
-    opt.init = InitMethod::kExplicit;
-    opt.init_centroids = MatrixView<T>(init_c.data(), k, d);
-  }
-  if (k == 0) throw UsageError("-k is required (or --init FILE.npy with the initial centroids)");
-  if (k > n) {
-    throw InvalidData(info.path + " has " + std::to_string(n) + " rows, fewer than k = " + std::to_string(k));
-  }
+    if (a.init == "k-means++") {
+      opt.init = InitMethod::kMeansPlusPlus;
+    } else if (a.init == "random") {
+      opt.init = InitMethod::kRandom;
+    } else {
+      std::size_t file_k = 0;
+      init_c = read_centroids<T>(a.init, d, &file_k);
+      if (k != 0 && k != file_k) {
+        throw UsageError("-k " + std::to_string(k) + " but --init " + a.init + " holds " +
+                         std::to_string(file_k) + " centroids");
+      }
+      k = file_k;
+      opt.init = InitMethod::kExplicit;
+      opt.init_centroids = MatrixView<T>(init_c.data(), k, d);
+    }
+    if (k == 0) throw UsageError("-k is required (or --init FILE.npy with the initial centroids)");
+    if (k > n) {
+      throw InvalidData(info.path + " has " + std::to_string(n) + " rows, fewer than k = " + std::to_string(k));
+    }
+    limit = a.memory_limit.empty() ? default_memory_limit() : parse_size(a.memory_limit);
+    io::DatasetInfo mine = info;
+    mine.rows = r1 - r0;
+    plan = plan_memory<T>(mine, limit, k, !weights.empty(), info.format == io::Format::kCsv);
+  });
   opt.n_clusters = k;
   opt.n_init = a.n_init;
   opt.max_iter = a.max_iter;
@@ -252,9 +319,6 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   opt.target = a.target;
   opt.callback = [&](const IterationStats& s) { return progress.iteration(s); };
 
-  const std::size_t limit = a.memory_limit.empty() ? default_memory_limit() : parse_size(a.memory_limit);
-  const Plan plan = plan_memory<T>(info, limit, k, !weights.empty(), info.format == io::Format::kCsv);
-
   KMeansResult<T> result;
   StreamStats stream;
   double read_seconds = 0;
@@ -262,32 +326,39 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     progress.phase("flashkm fit: " + info.path + " (" + describe(info) + ", " + std::to_string(n) + " x " +
                    std::to_string(d) + ", " + human_bytes(static_cast<double>(info.file_size)) + "), k = " +
                    std::to_string(k) + ", init " + a.init + (plan.streamed ? ", streamed" : ", in memory") +
-                   " (memory limit " + human_bytes(static_cast<double>(limit)) + ")");
+                   " (memory limit " + human_bytes(static_cast<double>(limit)) +
+                   (dist ? " per rank" : "") + ")");
   }
+  std::unique_ptr<FileRowSource<T>> src;
+  std::vector<T> X;
   try {
-    if (plan.streamed) {
-      FileRowSource<T> src(info.path, a.dim, plan.buffer_bytes);
-      result = fit(src, opt);
-      stream = src.stats();
-    } else {
-      io::Dataset data(info.path, a.dim);
-      const auto t0 = Clock::now();
-      const std::vector<T> X = read_all<T>(data);
-      read_seconds = since(t0);
-      result = fit(MatrixView<T>(X.data(), n, d), opt);
-    }
+    together(dist, [&] {
+      if (plan.streamed) {
+        src = std::make_unique<FileRowSource<T>>(info.path, a.dim, plan.buffer_bytes, r0, r1 - r0);
+      } else {
+        io::Dataset data(info.path, a.dim);
+        const auto t0 = Clock::now();
+        X.resize((r1 - r0) * d);
+        data.read_rows<T>(r0, r1, X.data());
+        read_seconds = since(t0);
+      }
+    });
+    result = src ? fit_rows<T>(dist, *src, opt) : fit_rows<T>(dist, MatrixView<T>(X.data(), r1 - r0, d), opt);
   } catch (const io::FormatError&) {
-    throw;
-  } catch (const io::FileError&) {
     throw;
   } catch (const InvalidData& e) {
     rethrow_in(info.path, e);
   }
+  if (src) stream = src->stats();
   progress.done();
-  if (interrupted() || result.stop_reason == StopReason::kCallback) {
-    std::fprintf(stderr, "flashkm: interrupted after %d iterations; no output written\n", result.n_iter);
+  result.labels = all_labels(dist, std::move(result.labels));
+  // Distributed, the stop is a decision all ranks took together; a signal may reach ranks at
+  // different moments.
+  if ((!dist && interrupted()) || result.stop_reason == StopReason::kCallback) {
+    if (root) std::fprintf(stderr, "flashkm: interrupted after %d iterations; no output written\n", result.n_iter);
     return kExitInterrupted;
   }
+  if (!root) return 0;
 
   // Outputs, each written atomically (temporary file + rename).
   const io::DType out_type = sizeof(T) == 8 ? io::DType::kF64 : io::DType::kF32;
@@ -353,6 +424,11 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     j += "  \"read_seconds\": " + json_number(plan.streamed ? stream.read_seconds : read_seconds) + ",\n";
     j += "  \"target\": " + json_string(result.target) + ",\n";
     j += "  \"threads\": " + std::to_string(a.threads) + ",\n";
+#ifdef FLASHKM_HAVE_MPI
+    j += "  \"ranks\": " + std::to_string(dist ? mpi::size() : 1) + ",\n";
+#else
+    j += "  \"ranks\": 1,\n";
+#endif
     j += std::string("  \"streamed\": ") + (plan.streamed ? "true" : "false") + ",\n";
     j += "  \"memory_limit\": " + std::to_string(limit) + ",\n";
     j += "  \"peak_rss\": " + std::to_string(peak_rss()) + ",\n";
@@ -590,6 +666,31 @@ int cmd_demo(const DemoArgs& a) {
   return interrupted() ? kExitInterrupted : 0;
 }
 
+// Prints an error (if `print`) and returns the exit code for it.
+int report_error(std::exception_ptr error, bool print) {
+  const char* kind = "error";
+  int code = kExitData;
+  std::string what;
+  try {
+    std::rethrow_exception(error);
+  } catch (const UsageError& e) {
+    what = std::string(e.what()) + "\nRun with --help for usage.";
+    code = kExitUsage;
+  } catch (const InvalidArgument& e) {
+    what = e.what();
+    code = kExitUsage;
+  } catch (const Error& e) {
+    what = e.what();
+  } catch (const std::bad_alloc&) {
+    what = "out of memory (try a smaller --memory-limit to stream the input)";
+  } catch (const std::exception& e) {
+    kind = "internal error";
+    what = e.what();
+  }
+  if (print) std::fprintf(stderr, "flashkm: %s: %s\n", kind, what.c_str());
+  return code;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"flashkm: exact Lloyd k-means close to the hardware's limit, on files of any size.\n"
                "Inputs: .npy (float16/32/64, v1-3, either byte order, C or Fortran order), .fvecs, .bvecs,\n"
@@ -623,6 +724,9 @@ int run(int argc, char** argv) {
   fit_cmd->add_option("--report", fa.report, "write a self-contained HTML report (inertia curve, cluster sizes)");
   fit_cmd->add_option("--target", fa.target, "force a SIMD target (see `flashkm info --targets`)");
   fit_cmd->add_flag("--json", fa.json, "print a JSON summary with the whole history on stdout");
+  fit_cmd->add_flag("--distributed", fa.distributed,
+                    "under mpirun: each rank reads and clusters its share of the rows (MPI engine); "
+                    "rank 0 writes the outputs");
   fit_cmd->add_flag("-q,--quiet", fa.quiet, "no progress or summary on stderr");
 
   PredictArgs pa;
@@ -659,40 +763,42 @@ int run(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
   install_interrupt_handler();
-  if (fit_cmd->parsed()) return cmd_fit(fa);
-  if (predict_cmd->parsed()) return cmd_predict(pa);
-  if (info_cmd->parsed()) {
-    if (targets) {
-      for (const std::string& t : available_targets()) std::printf("%s\n", t.c_str());
-      return 0;
-    }
-    if (ia.input.empty()) throw UsageError("info: FILE is required (or --targets)");
-    return cmd_info(ia);
+  bool print_errors = true;
+#ifdef FLASHKM_HAVE_MPI
+  std::unique_ptr<mpi::Environment> env;
+  if (fit_cmd->parsed() && fa.distributed) {
+    env = std::make_unique<mpi::Environment>(&argc, &argv);
+    print_errors = mpi::rank() == 0;  // every rank throws the same error; one prints it
   }
-  return cmd_demo(da);
+#else
+  if (fit_cmd->parsed() && fa.distributed) {
+    throw UsageError("--distributed: this flashkm was built without MPI (install libopenmpi-dev and rebuild)");
+  }
+#endif
+  try {
+    if (fit_cmd->parsed()) return cmd_fit(fa);
+    if (predict_cmd->parsed()) return cmd_predict(pa);
+    if (info_cmd->parsed()) {
+      if (targets) {
+        for (const std::string& t : available_targets()) std::printf("%s\n", t.c_str());
+        return 0;
+      }
+      if (ia.input.empty()) throw UsageError("info: FILE is required (or --targets)");
+      return cmd_info(ia);
+    }
+    return cmd_demo(da);
+  } catch (...) {
+    return report_error(std::current_exception(), print_errors);
+  }
 }
 
 }  // namespace
 }  // namespace flashkm::cli
 
 int main(int argc, char** argv) {
-  using namespace flashkm::cli;
   try {
-    return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "flashkm: error: %s\nRun with --help for usage.\n", e.what());
-    return kExitUsage;
-  } catch (const flashkm::InvalidArgument& e) {
-    std::fprintf(stderr, "flashkm: error: %s\n", e.what());
-    return kExitUsage;
-  } catch (const flashkm::Error& e) {
-    std::fprintf(stderr, "flashkm: error: %s\n", e.what());
-    return kExitData;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "flashkm: error: out of memory (try a smaller --memory-limit to stream the input)\n");
-    return kExitData;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "flashkm: internal error: %s\n", e.what());
-    return kExitData;
+    return flashkm::cli::run(argc, argv);
+  } catch (...) {
+    return flashkm::cli::report_error(std::current_exception(), true);
   }
 }
