@@ -271,7 +271,9 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   const bool root = is_root(dist);
   Progress progress(a.quiet || !root, a.max_iter, a.init == "k-means++" || a.init == "random" ? a.n_init : 1);
   const std::size_t n = info.rows, d = info.cols;
-  const auto [r0, r1] = my_rows(dist, n);
+  // Plain variables, not a structured binding: lambdas below capture them (clang 14).
+  const std::pair<std::size_t, std::size_t> range = my_rows(dist, n);
+  const std::size_t r0 = range.first, r1 = range.second;
 
   KMeansOptions opt;
   std::vector<double> weights;

@@ -1,5 +1,6 @@
 // Results do not depend on the thread count: bitwise-equal centroids, labels and history.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cstring>
 #include <random>
@@ -78,6 +79,30 @@ TEST(Determinism, OneGiantClusterSpansEveryBlock) {
   o.n_clusters = 2;
   o.max_iter = 5;
   expect_same_for_all_thread_counts(X, n, d, o);
+}
+
+TEST(Determinism, ATeamSmallerThanAskedForGivesTheSameResult) {
+  // Called from inside a parallel region, OpenMP gives the engine's regions one thread
+  // although n_threads asks for 3: the counting sort must split rows by the real team size.
+  const std::size_t n = 20000, d = 256, k = 300;  // K too large for the fused step at this D
+  const auto X = testing::blobs<float>(n, d, 20, 13);
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.init = InitMethod::kRandom;
+  o.max_iter = 4;
+  o.n_threads = 3;
+  const KMeansResult<float> normal = fit(MatrixView<float>(X.data(), n, d), o);
+  KMeansResult<float> nested;
+  const int levels = omp_get_max_active_levels();
+  omp_set_max_active_levels(1);  // no nested teams: the engine's regions get one thread
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    nested = fit(MatrixView<float>(X.data(), n, d), o);
+  }
+  omp_set_max_active_levels(levels);
+  EXPECT_TRUE(bitwise_equal(normal.centroids, nested.centroids));
+  EXPECT_EQ(normal.labels, nested.labels);
 }
 
 TEST(Determinism, PredictAndTransformAreThreadCountIndependent) {

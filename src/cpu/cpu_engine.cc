@@ -555,11 +555,13 @@ class CpuEngine final : public Engine<T> {
   // on how it is split).
   void sort_by_label(const std::int32_t* labels, std::size_t n, std::size_t k, std::uint32_t* perm,
                      std::uint64_t* offsets) {
-    const std::size_t nt = static_cast<std::size_t>(threads_);
-    const std::size_t span = (n + nt - 1) / nt;
-    hist_.assign(nt * k, 0);
+    // Sized for the threads asked for; the team may get fewer (OMP_THREAD_LIMIT, nesting), so
+    // the rows are split by the team's actual size.
+    hist_.assign(static_cast<std::size_t>(threads_) * k, 0);
 #pragma omp parallel num_threads(threads_)
     {
+      const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
+      const std::size_t span = (n + nt - 1) / nt;
       const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
       const std::size_t lo = std::min(n, t * span);
       const std::size_t hi = std::min(n, lo + span);
