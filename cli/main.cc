@@ -45,10 +45,11 @@ constexpr int kExitData = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitInterrupted = 130;
 
-// A command line that parses but makes no sense (exit code 2).
-class UsageError : public Error {
+// A command line that parses but makes no sense (exit code 2, as the library's
+// InvalidArgument; deriving from it keeps the code when MPI ranks agree on the error).
+class UsageError : public InvalidArgument {
  public:
-  using Error::Error;
+  using InvalidArgument::InvalidArgument;
 };
 
 // An error of the engine about the data, re-thrown with the file it came from.
@@ -128,8 +129,11 @@ std::size_t parse_size(const std::string& text) {
   return static_cast<std::size_t>(v * mult);
 }
 
-// Half of the memory available now (MemAvailable), the default memory limit.
-std::size_t default_memory_limit() {
+// Half of the memory available now (MemAvailable), the default memory limit; shared by the
+// MPI ranks on this node when distributed.
+std::size_t default_memory_limit(bool distributed);
+
+std::size_t node_memory_half() {
   std::ifstream f("/proc/meminfo");
   std::string key;
   std::size_t kb = 0;
@@ -139,6 +143,14 @@ std::size_t default_memory_limit() {
   }
   const long pages = sysconf(_SC_AVPHYS_PAGES);
   return static_cast<std::size_t>(pages) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) / 2;
+}
+
+std::size_t default_memory_limit(bool distributed) {
+#ifdef FLASHKM_HAVE_MPI
+  if (distributed) return node_memory_half() / static_cast<std::size_t>(mpi::ranks_on_this_node());
+#endif
+  (void)distributed;
+  return node_memory_half();
 }
 
 // Fails early, before a long run, when an output could not be written: its directory must
@@ -307,7 +319,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     if (k > n) {
       throw InvalidData(info.path + " has " + std::to_string(n) + " rows, fewer than k = " + std::to_string(k));
     }
-    limit = a.memory_limit.empty() ? default_memory_limit() : parse_size(a.memory_limit);
+    limit = a.memory_limit.empty() ? default_memory_limit(dist) : parse_size(a.memory_limit);
     io::DatasetInfo mine = info;
     mine.rows = r1 - r0;
     plan = plan_memory<T>(mine, limit, k, !weights.empty(), info.format == io::Format::kCsv);
@@ -460,13 +472,16 @@ int cmd_fit(const FitArgs& a) {
   if (!(a.tol >= 0)) throw UsageError("--tol must be >= 0");
   if (a.threads < 0) throw UsageError("--threads must be >= 0 (0 = all cores)");
   if (!a.memory_limit.empty()) parse_size(a.memory_limit);
-  std::vector<std::string> inputs = {a.input, a.weights};
-  if (a.init != "k-means++" && a.init != "random") inputs.push_back(a.init);
-  check_output(a.output, inputs, "output");
-  check_output(a.labels, inputs, "--labels");
-  check_output(a.report, inputs, "--report");
-  if (!a.labels.empty() && a.labels == a.output) throw UsageError("--labels and -o name the same file");
-  const io::DatasetInfo info = io::probe(a.input, a.dim);
+  io::DatasetInfo info;
+  together(a.distributed, [&] {
+    std::vector<std::string> inputs = {a.input, a.weights};
+    if (a.init != "k-means++" && a.init != "random") inputs.push_back(a.init);
+    check_output(a.output, inputs, "output");
+    check_output(a.labels, inputs, "--labels");
+    check_output(a.report, inputs, "--report");
+    if (!a.labels.empty() && a.labels == a.output) throw UsageError("--labels and -o name the same file");
+    info = io::probe(a.input, a.dim);
+  });
   if (info.dtype == io::DType::kF64 || info.format == io::Format::kCsv) return run_fit<double>(a, info);
   return run_fit<float>(a, info);
 }
@@ -492,7 +507,7 @@ int run_predict(const PredictArgs& a, const io::DatasetInfo& info) {
   PredictOptions opt;
   opt.n_threads = a.threads;
   opt.target = a.target;
-  const std::size_t limit = a.memory_limit.empty() ? default_memory_limit() : parse_size(a.memory_limit);
+  const std::size_t limit = a.memory_limit.empty() ? default_memory_limit(false) : parse_size(a.memory_limit);
   const Plan plan = plan_memory<T>(info, limit, k, false, info.format == io::Format::kCsv);
   std::vector<std::int32_t> labels;
   try {
@@ -790,6 +805,23 @@ int run(int argc, char** argv) {
     }
     return cmd_demo(da);
   } catch (...) {
+#ifdef FLASHKM_HAVE_MPI
+    if (env) {
+      // An error every rank threw together (mpi::collectively) is printed once, by rank 0. One
+      // thrown on this rank alone may leave others waiting in a collective: end the job.
+      bool agreed = false;
+      try {
+        throw;
+      } catch (const mpi::AgreedError&) {
+        agreed = true;
+      } catch (...) {
+      }
+      if (!agreed) {
+        std::fprintf(stderr, "flashkm: rank %d of %d failed alone; ending the job\n", mpi::rank(), mpi::size());
+        mpi::abort(report_error(std::current_exception(), true));
+      }
+    }
+#endif
     return report_error(std::current_exception(), print_errors);
   }
 }

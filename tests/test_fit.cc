@@ -220,6 +220,17 @@ TYPED_TEST(FitTest, CallbackSeesEveryIterationAndCanStop) {
   EXPECT_FALSE(r.converged);
   // Labels are those of the returned centroids even though the run was cut short.
   EXPECT_EQ(predict(MatrixView<T>(X.data(), n, d), r.centroids_view()), r.labels);
+
+  // With several runs, stopping ends the whole fit: no further initialisations or runs, and
+  // the result says it was stopped even when an earlier run converged with lower inertia.
+  o.n_init = 3;
+  o.tol = 1e-4;
+  o.callback = [&](const IterationStats& s) { return !(s.init_run == 1 && s.iteration == 2); };
+  const auto r3 = fit(MatrixView<T>(X.data(), n, d), o);
+  EXPECT_EQ(r3.stop_reason, StopReason::kCallback);
+  EXPECT_FALSE(r3.converged);
+  EXPECT_EQ(r3.history.back().init_run, 1);
+  EXPECT_EQ(r3.history.back().iteration, 2);
 }
 
 TYPED_TEST(FitTest, PredictTransformScoreAgreeWithFit) {

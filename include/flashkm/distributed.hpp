@@ -37,7 +37,17 @@ std::pair<std::size_t, std::size_t> shard_range(std::size_t total);
 /// Runs fn on every rank (collective). If it throws on any rank, every rank throws the same
 /// exception type (InvalidArgument, InvalidData, or Error) with the message of the lowest
 /// failing rank, prefixed "rank R: " -- so that no rank waits forever for one that failed.
+/// Those exceptions also derive from AgreedError; an exception that does not was thrown on
+/// one rank only, and the others may be waiting for it (see abort()).
 void collectively(const std::function<void()>& fn);
+
+/// The mark of an exception every rank threw together (see collectively()).
+struct AgreedError {
+  virtual ~AgreedError() = default;
+};
+
+/// Ranks of MPI_COMM_WORLD on this node (which share its memory).
+int ranks_on_this_node();
 
 /// Ends every rank of the job (MPI_Abort) with this exit code.
 [[noreturn]] void abort(int code);

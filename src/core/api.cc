@@ -96,9 +96,15 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
                                                       : detail::init_random(*engine, k, rng);
     }
     detail::LloydRun run = detail::run_lloyd(*engine, std::move(c0), k, options, tol_abs, zero_dist, r, result.history);
+    const bool stopped = run.stop == StopReason::kCallback;
     if (r == 0 || run.inertia < best.inertia) {
       best = std::move(run);
       result.best_init = r;
+    }
+    if (stopped) {
+      // The callback stops the whole fit, not one run: the best so far is returned, marked.
+      best.stop = StopReason::kCallback;
+      break;
     }
   }
   const double* shift = engine->shift();

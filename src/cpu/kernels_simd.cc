@@ -178,7 +178,12 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
       PackSliver(pts, rb + s * kMR, std::min(kMR, m - s * kMR), xp.get() + s * kMR * dim,
                  xnorm.get() + s * kMR);
     }
-    for (std::size_t i = 0; i < nsl * kMR; ++i) hn::Store(inf, d, run_min.get() + i * L);
+    // Index 0 until a smaller score is seen: if every score overflows to +inf (centroid norms
+    // beyond float range), the label is still a valid index, the lowest, as for any tie.
+    for (std::size_t i = 0; i < nsl * kMR; ++i) {
+      hn::Store(inf, d, run_min.get() + i * L);
+      hn::Store(hn::Zero(d), d, run_idx.get() + i * L);
+    }
     for (std::size_t p = 0; p < npanels; ++p) {
       const T* panel = packed + p * nr * dim;
       const T* pn = norms + p * nr;
@@ -213,7 +218,9 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
       const V vmin = hn::Load(d, run_min.get() + i * L);
       const V mn = hn::MinOfLanes(d, vmin);
       const V cand = hn::IfThenElse(hn::Eq(vmin, mn), hn::Load(d, run_idx.get() + i * L), inf);
-      const auto label = static_cast<std::int32_t>(hn::GetLane(hn::MinOfLanes(d, cand)));
+      // No lane matches only when every score is NaN (products overflowed): label 0 then.
+      const T best_idx = hn::GetLane(hn::MinOfLanes(d, cand));
+      const auto label = best_idx < static_cast<T>(k) ? static_cast<std::int32_t>(best_idx) : 0;
       const std::size_t r = rb + i;
       changed += labels[r] != label;
       labels[r] = label;

@@ -29,11 +29,22 @@ constexpr std::size_t kSamplePerCentre = 64;
 
 MPI_Comm world() { return MPI_COMM_WORLD; }
 
+// The exceptions collectively() throws on every rank.
+template <class Base>
+struct Agreed final : Base, AgreedError {
+  using Base::Base;
+};
+
+// Sums over ranks, delivered bit-identical to every rank: reduced on rank 0 and broadcast. (An
+// all-reduce may add in a different order on different ranks; the ranks' centroids, and the
+// decisions taken from them, must not differ by a rounding.) In pieces: MPI counts are int.
 void allreduce_sum(double* data, std::size_t n) {
-  // MPI counts are int: reduce in pieces.
   constexpr std::size_t kPiece = std::size_t{1} << 28;
+  const bool root = rank() == 0;
   for (std::size_t i = 0; i < n; i += kPiece) {
-    MPI_Allreduce(MPI_IN_PLACE, data + i, static_cast<int>(std::min(kPiece, n - i)), MPI_DOUBLE, MPI_SUM, world());
+    const int m = static_cast<int>(std::min(kPiece, n - i));
+    MPI_Reduce(root ? MPI_IN_PLACE : data + i, root ? data + i : nullptr, m, MPI_DOUBLE, MPI_SUM, 0, world());
+    MPI_Bcast(data + i, m, MPI_DOUBLE, 0, world());
   }
 }
 
@@ -45,6 +56,11 @@ std::uint64_t allreduce_u64(std::uint64_t v, MPI_Op op) {
 // Every rank's vector of doubles, concatenated in rank order, on every rank.
 std::vector<double> allgather(const std::vector<double>& mine) {
   const int n = size();
+  // Counts and displacements are int in MPI: refuse (on every rank alike) what does not fit.
+  if (allreduce_u64(mine.size(), MPI_SUM) > static_cast<std::uint64_t>(INT_MAX)) {
+    throw Agreed<InvalidArgument>("the ranks' candidate rows exceed one MPI message (2^31 values); "
+                                  "use fewer centroids for k-means++ or --init random");
+  }
   int count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<std::size_t>(n)), displs(static_cast<std::size_t>(n));
   MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, world());
@@ -202,16 +218,19 @@ class MpiEngine final : public detail::Engine<T> {
   std::vector<double> init_random(std::size_t k, std::mt19937_64& rng) {
     const std::size_t dim = cols();
     const double* w = weights();
-    std::mt19937_64 mine = rng;
-    mine.discard(offset_);
-    std::vector<std::pair<double, std::size_t>> keys(n_);
+    std::vector<std::pair<double, std::size_t>> keys;
     std::uint64_t positive = 0;
-    for (std::size_t i = 0; i < n_; ++i) {
-      const double wi = w ? w[i] : 1.0;
-      const double u = detail::uniform01(mine);
-      positive += wi > 0;
-      keys[i] = {wi > 0 ? std::log1p(-u) / wi : -std::numeric_limits<double>::infinity(), i};
-    }
+    collectively([&] {
+      std::mt19937_64 mine = rng;
+      mine.discard(offset_);
+      keys.resize(n_);
+      for (std::size_t i = 0; i < n_; ++i) {
+        const double wi = w ? w[i] : 1.0;
+        const double u = detail::uniform01(mine);
+        positive += wi > 0;
+        keys[i] = {wi > 0 ? std::log1p(-u) / wi : -std::numeric_limits<double>::infinity(), i};
+      }
+    });
     rng.discard(total_);
     positive = allreduce_u64(positive, MPI_SUM);
     if (positive < k) {
@@ -225,13 +244,15 @@ class MpiEngine final : public detail::Engine<T> {
     const std::size_t keep = std::min(k, n_);
     std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(keep), keys.end(), greater);
     std::vector<double> packed;
-    std::vector<double> row(dim);
-    for (std::size_t t = 0; t < keep; ++t) {
-      packed.push_back(keys[t].first);
-      packed.push_back(static_cast<double>(offset_ + keys[t].second));
-      row_centred(keys[t].second, row.data());
-      packed.insert(packed.end(), row.begin(), row.end());
-    }
+    collectively([&] {  // streamed shards read these rows from their files
+      std::vector<double> row(dim);
+      for (std::size_t t = 0; t < keep; ++t) {
+        packed.push_back(keys[t].first);
+        packed.push_back(static_cast<double>(offset_ + keys[t].second));
+        row_centred(keys[t].second, row.data());
+        packed.insert(packed.end(), row.begin(), row.end());
+      }
+    });
     const std::vector<double> all = allgather(packed);
     const std::size_t rec = 2 + dim;
     std::vector<std::pair<double, std::size_t>> best(all.size() / rec);
@@ -254,12 +275,14 @@ class MpiEngine final : public detail::Engine<T> {
     const std::size_t stride = (total_ + want - 1) / want;
     const double* w = weights();
     std::vector<double> packed;
-    std::vector<double> row(dim);
-    for (std::size_t g = (offset_ + stride - 1) / stride * stride; g < offset_ + n_; g += stride) {
-      row_centred(g - offset_, row.data());
-      packed.push_back(w ? w[g - offset_] : 1.0);
-      packed.insert(packed.end(), row.begin(), row.end());
-    }
+    collectively([&] {
+      std::vector<double> row(dim);
+      for (std::size_t g = (offset_ + stride - 1) / stride * stride; g < offset_ + n_; g += stride) {
+        row_centred(g - offset_, row.data());
+        packed.push_back(w ? w[g - offset_] : 1.0);
+        packed.insert(packed.end(), row.begin(), row.end());
+      }
+    });
     const std::vector<double> all = allgather(packed);
     const std::size_t rec = 1 + dim;
     const std::size_t m = all.size() / rec;
@@ -357,6 +380,15 @@ int size() {
   return s;
 }
 
+int ranks_on_this_node() {
+  MPI_Comm node;
+  MPI_Comm_split_type(world(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int n = 1;
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  return n;
+}
+
 std::pair<std::size_t, std::size_t> shard_range(std::size_t total) {
   const std::size_t p = static_cast<std::size_t>(size());
   const std::size_t r = static_cast<std::size_t>(rank());
@@ -389,9 +421,9 @@ void collectively(const std::function<void()>& fn) {
   msg.resize(static_cast<std::size_t>(header[1]));
   MPI_Bcast(msg.data(), header[1], MPI_CHAR, first, world());
   const std::string text = "rank " + std::to_string(first) + ": " + msg;
-  if (header[0] == 1) throw InvalidArgument(text);
-  if (header[0] == 2) throw InvalidData(text);
-  throw Error(text);
+  if (header[0] == 1) throw Agreed<InvalidArgument>(text);
+  if (header[0] == 2) throw Agreed<InvalidData>(text);
+  throw Agreed<Error>(text);
 }
 
 void abort(int code) {
@@ -418,6 +450,9 @@ KMeansResult<T> fit(RowSource<T>& shard, const KMeansOptions& options) {
 
 std::vector<std::int32_t> gather_to_root(const std::vector<std::int32_t>& local) {
   const int n = size();
+  if (allreduce_u64(local.size(), MPI_SUM) > static_cast<std::uint64_t>(INT_MAX)) {
+    throw Agreed<InvalidArgument>("more than 2^31 labels cannot be gathered on rank 0");
+  }
   const int mine = static_cast<int>(local.size());
   std::vector<int> counts(static_cast<std::size_t>(n)), displs(static_cast<std::size_t>(n));
   MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, world());

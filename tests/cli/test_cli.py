@@ -452,6 +452,25 @@ class Distributed(Base):
         self.assertFalse(os.path.exists(self.path("out.npy")))
         self.assert_no_temporaries()
 
+    def test_a_rank_that_cannot_open_the_file_stops_the_job(self):
+        # MPMD: rank 1 is given a path that does not exist on "its node".
+        x = self.make_data("x.npy", 1000, 4, 2)
+        cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "1", FLASHKM, "fit", x, "-k", "2",
+               "--distributed", "-o", "out.npy", ":", "-np", "1", FLASHKM, "fit", self.path("missing.npy"), "-k", "2",
+               "--distributed", "-o", "out.npy"]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=self.dir)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("rank 1", p.stderr)
+        self.assertIn("missing.npy", p.stderr)
+        self.assertFalse(os.path.exists(self.path("out.npy")))
+
+    def test_usage_errors_keep_their_exit_code(self):
+        x = self.make_data("x.npy", 1000, 4, 2)
+        p = self.mpirun(2, "fit", x, "--distributed", "-o", "out.npy", timeout=120)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("-k is required", p.stderr)
+        self.assertEqual(p.stderr.count("-k is required"), 1, "printed by rank 0 only")
+
     def test_a_rank_that_dies_stops_the_job(self):
         x = self.make_data("x.npy", 100000, 16, 1, seed=3)
         cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "3", "-x", "OMP_NUM_THREADS=1", FLASHKM,
