@@ -374,10 +374,11 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   }
   if (!root) return 0;
 
-  // Outputs, each written atomically (temporary file + rename).
+  // Outputs as one set: all written to temporary files, then all renamed into place.
   const io::DType out_type = sizeof(T) == 8 ? io::DType::kF64 : io::DType::kF32;
-  io::write_npy(a.output, out_type, {k, d}, result.centroids.data());
-  if (!a.labels.empty()) io::write_npy_int32(a.labels, {n}, result.labels.data());
+  io::OutputSet outputs;
+  outputs.add_npy(a.output, out_type, {k, d}, result.centroids.data());
+  if (!a.labels.empty()) outputs.add_npy_int32(a.labels, {n}, result.labels.data());
   const std::vector<std::uint64_t> sizes = cluster_sizes(result.labels, k);
   const double seconds = since(t_start);
   if (!a.report.empty()) {
@@ -400,8 +401,9 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     r.target = result.target;
     r.history = result.history;
     r.cluster_sizes = sizes;
-    io::write_text_atomic(a.report, render_report_html(r));
+    outputs.add_text(a.report, render_report_html(r));
   }
+  outputs.commit();
 
   double iter_seconds = 0;
   for (const auto& h : result.history) iter_seconds += h.seconds;

@@ -689,6 +689,38 @@ TEST_F(IoTest, WriteNpyRoundTripsAndLeavesNoTemporaryFile) {
   EXPECT_EQ(entries(), (std::vector<std::string>{"labels.npy", "out.npy", "r.html"}));
 }
 
+TEST_F(IoTest, OutputSetReplacesAllOrNothing) {
+  const float c[4] = {1.5f, -2.0f, 3.25f, 4.0f};
+  const std::int32_t l[3] = {0, 1, 1};
+  const std::string centroids = write("c.npy", "old centroids");
+  const std::string labels = write("l.npy", "old labels");
+  {
+    // The second output cannot be written: the first target keeps its old content.
+    OutputSet set;
+    set.add_npy(centroids, DType::kF32, {2, 2}, c);
+    expect_error<FileError>([&] { set.add_npy_int32(path("no/dir/l.npy"), {3}, l); }, {"no/dir/l.npy"});
+  }
+  std::ifstream f(centroids, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), "old centroids");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"c.npy", "l.npy"}));
+  {
+    OutputSet set;  // destroyed without commit: nothing changes
+    set.add_npy(centroids, DType::kF32, {2, 2}, c);
+    set.add_text(path("r.html"), "<html></html>");
+  }
+  EXPECT_EQ(entries(), (std::vector<std::string>{"c.npy", "l.npy"}));
+  OutputSet set;
+  set.add_npy(centroids, DType::kF32, {2, 2}, c);
+  set.add_npy_int32(labels, {3}, l);
+  set.add_text(path("r.html"), "<html></html>");
+  set.commit();
+  EXPECT_EQ(entries(), (std::vector<std::string>{"c.npy", "l.npy", "r.html"}));
+  Dataset back(centroids);
+  std::vector<float> got(4);
+  back.read_rows<float>(0, 2, got.data());
+  EXPECT_EQ(got, std::vector<float>(c, c + 4));
+}
+
 TEST_F(IoTest, FailedWritesThrowFileErrorAndKeepThePreviousFile) {
   const float one[2] = {1.0f, 2.0f};
   const std::string nodir = path("no/such/dir/out.npy");

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flashkm/errors.hpp"
@@ -112,6 +113,28 @@ void write_npy(const std::string& path, DType dtype, const std::vector<std::size
 /// The same for int32 labels (dtype '<i4').
 void write_npy_int32(const std::string& path, const std::vector<std::size_t>& shape,
                      const std::int32_t* data);
+
+/// Outputs that belong together (centroids, labels, report): each is written complete to a
+/// temporary file next to its target as it is added; commit() then renames them all into
+/// place. If any write fails (or the set is destroyed before commit), the temporaries are
+/// removed and no target is touched, so a failure never leaves a new centroids file beside old
+/// labels.
+class OutputSet {
+ public:
+  OutputSet() = default;
+  ~OutputSet();
+  OutputSet(const OutputSet&) = delete;
+  OutputSet& operator=(const OutputSet&) = delete;
+  void add_npy(const std::string& path, DType dtype, const std::vector<std::size_t>& shape,
+               const void* data);
+  void add_npy_int32(const std::string& path, const std::vector<std::size_t>& shape,
+                     const std::int32_t* data);
+  void add_text(const std::string& path, const std::string& text);
+  void commit();
+
+ private:
+  std::vector<std::pair<std::string, std::string>> pending_;  // temporary, target
+};
 
 /// Writes text atomically (the same temporary-file-and-rename discipline), e.g. HTML reports.
 void write_text_atomic(const std::string& path, const std::string& text);

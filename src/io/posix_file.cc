@@ -133,7 +133,7 @@ void write_all(int fd, const std::string& path, const void* buf, std::size_t n) 
   }
 }
 
-void atomic_write(const std::string& path, const std::function<void(int fd)>& fill) {
+std::string write_temporary(const std::string& path, const std::function<void(int fd)>& fill) {
   // The temporary file lives in the target's directory so that rename() stays on one file
   // system and is atomic: readers see the old file or the complete new one, never a torn one.
   // Its name is capped so that a long target name does not push it past NAME_MAX.
@@ -152,20 +152,30 @@ void atomic_write(const std::string& path, const std::function<void(int fd)>& fi
       throw_os(path, "cannot set permissions", errno);
     }
     if (::close(fd.release()) != 0) throw_os(path, "cannot close", errno);
-    if (::rename(name.data(), path.c_str()) != 0) {
-      throw_os(path, "cannot rename the temporary file over it", errno);
-    }
   } catch (...) {
     ::unlink(name.data());
     throw;
   }
+  return std::string(name.data());
+}
+
+void publish(const std::string& temporary, const std::string& path) {
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temporary.c_str());
+    throw_os(path, "cannot rename the temporary file over it", err);
+  }
   // Flush the directory entry too so the rename survives a crash. Some file systems refuse
   // fsync on a directory; the file itself is complete and in place, so that is not an error.
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dfd = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+void atomic_write(const std::string& path, const std::function<void(int fd)>& fill) {
+  publish(write_temporary(path, fill), path);
 }
 
 }  // namespace flashkm::io::detail

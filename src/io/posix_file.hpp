@@ -53,6 +53,10 @@ void pread_exact(int fd, const std::string& path, void* buf, std::size_t n, std:
 /// write_all), then the file is flushed to disk, given mode 0644 less the umask and renamed over
 /// `path`. On any failure the temporary file is removed and FileError names `path`.
 void atomic_write(const std::string& path, const std::function<void(int fd)>& fill);
+/// The two halves of atomic_write: the complete, flushed temporary file next to `path` (its
+/// name returned; removed on failure), and its rename over `path` (removed on failure).
+std::string write_temporary(const std::string& path, const std::function<void(int fd)>& fill);
+void publish(const std::string& temporary, const std::string& path);
 
 /// Writes n bytes to fd, retrying short writes and EINTR; FileError naming `path` on failure.
 void write_all(int fd, const std::string& path, const void* buf, std::size_t n);
