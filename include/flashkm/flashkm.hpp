@@ -1,6 +1,7 @@
 // Umbrella header of the flashkm C++ API.
 #pragma once
 
+#include "flashkm/batch.hpp"
 #include "flashkm/errors.hpp"
 #include "flashkm/kmeans.hpp"
 #include "flashkm/matrix_view.hpp"

@@ -6,8 +6,9 @@ distance + argmin, no N x K matrix) and the Sort-Inverse Update (deterministic: 
 for any number of threads).
 """
 
+from ._batch import batch_kmeans
 from ._core import available_targets, default_target
 from ._kmeans import KMeans
 
-__all__ = ["KMeans", "available_targets", "default_target", "__version__"]
+__all__ = ["KMeans", "batch_kmeans", "available_targets", "default_target", "__version__"]
 __version__ = "0.1.0"

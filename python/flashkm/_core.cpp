@@ -159,6 +159,65 @@ double score(const Matrix<T>& X, const Matrix<T>& C, std::optional<Weights> w, i
 }
 
 template <class T>
+using Batch = nb::ndarray<const T, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
+
+// B independent fits of a B x N x D array (flashkm::fit_batch), results stacked: labels
+// (B, N), centroids (B, K, D), and per-member inertia, n_iter, converged.
+template <class T>
+nb::dict batch_fit(const Batch<T>& X, std::size_t n_clusters, const std::string& init,
+                   std::optional<Batch<T>> init_centroids, int max_iter, double tol,
+                   std::uint64_t seed, int n_threads) {
+  flashkm::KMeansOptions o;
+  o.n_clusters = n_clusters;
+  flashkm::BatchView<T> init_view{};
+  if (init == "k-means++") {
+    o.init = flashkm::InitMethod::kMeansPlusPlus;
+  } else if (init == "random") {
+    o.init = flashkm::InitMethod::kRandom;
+  } else if (init == "explicit" && init_centroids) {
+    o.init = flashkm::InitMethod::kExplicit;
+    init_view = {init_centroids->data(), init_centroids->shape(0), init_centroids->shape(1),
+                 init_centroids->shape(2)};
+  } else {
+    throw flashkm::InvalidArgument("init must be 'k-means++', 'random' or explicit centroids");
+  }
+  o.max_iter = max_iter;
+  o.tol = tol;
+  o.seed = seed;
+  o.n_threads = n_threads;
+  const std::size_t b = X.shape(0), n = X.shape(1), d = X.shape(2);
+  std::vector<std::int32_t> labels;
+  std::vector<T> centroids;
+  std::vector<double> inertia(b);
+  std::vector<std::int32_t> n_iter(b);
+  std::vector<bool> converged(b);
+  {
+    nb::gil_scoped_release release;
+    auto results = flashkm::fit_batch(flashkm::BatchView<T>{X.data(), b, n, d}, o, init_view);
+    labels.reserve(b * n);
+    centroids.reserve(b * n_clusters * d);
+    for (std::size_t i = 0; i < b; ++i) {
+      auto& r = results[i];
+      labels.insert(labels.end(), r.labels.begin(), r.labels.end());
+      centroids.insert(centroids.end(), r.centroids.begin(), r.centroids.end());
+      inertia[i] = r.inertia;
+      n_iter[i] = r.n_iter;
+      converged[i] = r.converged;
+      r = {};  // frees the member's copy as soon as it is stacked
+    }
+  }
+  nb::dict out;
+  out["labels"] = to_numpy(std::move(labels), {b, n});
+  out["centroids"] = to_numpy(std::move(centroids), {b, n_clusters, d});
+  out["inertia"] = to_numpy(std::move(inertia), {b});
+  out["n_iter"] = to_numpy(std::move(n_iter), {b});
+  nb::list conv;
+  for (bool c : converged) conv.append(c);
+  out["converged"] = conv;
+  return out;
+}
+
+template <class T>
 void bind_dtype(nb::module_& m) {
   m.def("fit", &fit<T>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(),
@@ -182,6 +241,10 @@ NB_MODULE(_core, m) {
   });
   bind_dtype<float>(m);
   bind_dtype<double>(m);
+  m.def("batch_fit", &batch_fit<float>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(),
+        "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a);
+  m.def("batch_fit", &batch_fit<double>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(),
+        "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a);
   m.def("available_targets", &flashkm::available_targets);
   m.def("default_target", &flashkm::default_target);
 }
