@@ -19,6 +19,19 @@ enum class InitMethod {
   kExplicit,       ///< the caller's `init_centroids`
 };
 
+/// How points are compared with centroids.
+enum class Metric {
+  kEuclidean,  ///< squared Euclidean distance; the update is the (weighted) mean: Lloyd
+  kCosine,     ///< spherical k-means: the largest cosine similarity wins; the update is the
+               ///< direction of the mean of the L2-normalised rows; centroids have unit norm.
+               ///< All-zero rows have similarity 0 to every centroid: label 0 (the tie rule),
+               ///< no pull on any centroid, and 1 towards the inertia.
+  kDot,        ///< the largest inner product x.c wins; the update is the plain mean (centroids
+               ///< are not normalised, unlike Flash-KMeans' dot variant, so centroids of large
+               ///< norm attract many points and clusters empty easily)
+};
+// Under kCosine and kDot an empty cluster keeps its centroid (no relocation to far points).
+
 /// Why a run stopped.
 enum class StopReason {
   kTolerance,  ///< sum of squared centroid shifts <= tol * mean per-feature variance of X
@@ -59,6 +72,9 @@ struct KMeansOptions {
   IterationCallback callback{};        ///< optional progress callback
   std::string target{};                ///< SIMD target to force ("" = best available, or the
                                        ///< FLASHKM_TARGET environment variable when set)
+  Metric metric = Metric::kEuclidean;  ///< cosine / dot: see Metric. The inertia becomes
+                                       ///< sum w (1 - cos) and -sum w x.c; tol is absolute on
+                                       ///< the (unit) centroids for cosine
 };
 
 /// Options of predict / transform / score.
@@ -66,6 +82,7 @@ struct PredictOptions {
   int n_threads = 0;
   std::string target{};
   std::span<const double> sample_weight{};  ///< used by score only
+  Metric metric = Metric::kEuclidean;       ///< predict / score / transform in this metric
 };
 
 }  // namespace flashkm

@@ -43,6 +43,21 @@ void check_centroids(MatrixView<T> X, MatrixView<T> centroids) {
   detail::check_finite(centroids, "centroids");
 }
 
+// The centroids as the engine takes them for `metric`: centred on its shift (Euclidean), or
+// for the inner-product metrics with the engine switched to uncentred rows and argmax x.c
+// (cosine also normalises the centroids, so that x.c ranks cosines).
+template <class T>
+std::vector<double> metric_centroids(detail::Engine<T>& engine, MatrixView<T> centroids, Metric metric) {
+  if (metric != Metric::kEuclidean) {
+    const std::vector<double> origin(engine.cols(), 0.0);
+    engine.set_mean(origin.data());
+    engine.set_inner_product(true);
+  }
+  std::vector<double> c = centred_copy(engine, CentroidsView{centroids});
+  if (metric == Metric::kCosine) detail::normalise_rows(c.data(), centroids.rows, engine.cols());
+  return c;
+}
+
 // An engine over X with `centroids` set (centred on X's shift, also returned in `centred`).
 template <class T>
 std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> centroids,
@@ -58,7 +73,7 @@ std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> cen
     throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
   }
   auto engine = detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target);
-  std::vector<double> c = centred_copy(*engine, CentroidsView{centroids});
+  std::vector<double> c = metric_centroids(*engine, centroids, options.metric);
   engine->set_centroids(c.data(), centroids.rows);
   if (centred) *centred = std::move(c);
   return engine;
@@ -74,10 +89,24 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
   const std::size_t dim = engine->cols();
   const std::size_t k = options.n_clusters;
   const double mean_var = engine->mean_variance();
-  const double tol_abs = options.tol * mean_var;
+  const Metric metric = options.metric;
+  // Unit centroids: the cosine run's shift is measured in absolute terms.
+  const double tol_abs = metric == Metric::kCosine ? options.tol : options.tol * mean_var;
   // Squared distances below rounding noise of the data's total variance are duplicates.
   const double zero_dist =
       16 * std::numeric_limits<T>::epsilon() * mean_var * static_cast<double>(dim);
+  // Inner products are taken with the rows as given: no centring. Cosine runs its Lloyd steps
+  // on w / ||x|| weights (the mean of the normalised rows), its initialisation on w.
+  const double* user_weights = engine->weights();
+  std::vector<double> cosine_weights;
+  double total_weight = 0;
+  if (metric != Metric::kEuclidean) {
+    const std::vector<double> origin(dim, 0.0);
+    engine->set_mean(origin.data());
+    engine->set_inner_product(true);
+    total_weight = engine->total_weight();
+    if (metric == Metric::kCosine) cosine_weights = engine->normalising_weights(user_weights);
+  }
 
   KMeansResult<T> result;
   result.n_clusters = k;
@@ -95,7 +124,13 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
       c0 = options.init == InitMethod::kMeansPlusPlus ? detail::init_kmeanspp(*engine, k, rng)
                                                       : detail::init_random(*engine, k, rng);
     }
-    detail::LloydRun run = detail::run_lloyd(*engine, std::move(c0), k, options, tol_abs, zero_dist, r, result.history);
+    if (metric == Metric::kCosine) {
+      detail::normalise_rows(c0.data(), k, dim);
+      engine->set_weights(cosine_weights.data());
+    }
+    detail::LloydRun run =
+        detail::run_lloyd(*engine, std::move(c0), k, options, tol_abs, zero_dist, r, result.history, total_weight);
+    engine->set_weights(user_weights);
     const bool stopped = run.stop == StopReason::kCallback;
     if (r == 0 || run.inertia < best.inertia) {
       best = std::move(run);
@@ -169,7 +204,7 @@ std::vector<std::int32_t> predict(RowSource<T>& source, MatrixView<T> centroids,
     throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
   }
   auto engine = detail::make_cpu_engine(source, {}, options.n_threads, options.target);
-  std::vector<double> c = centred_copy(*engine, CentroidsView{centroids});
+  std::vector<double> c = metric_centroids(*engine, centroids, options.metric);
   engine->set_centroids(c.data(), centroids.rows);
   std::vector<std::int32_t> labels(source.rows(), -1);
   std::vector<T> dist(source.rows());
@@ -179,6 +214,32 @@ std::vector<std::int32_t> predict(RowSource<T>& source, MatrixView<T> centroids,
 
 template <class T>
 std::vector<T> transform(MatrixView<T> X, MatrixView<T> centroids, const PredictOptions& options) {
+  if (options.metric != Metric::kEuclidean) {
+    // Dissimilarities: 1 - cos(x, c) or -x.c, in float64 per pair (rows of zeros: cos = 0).
+    PredictOptions euclid = options;
+    euclid.metric = Metric::kEuclidean;
+    engine_for(X, centroids, euclid);  // validates shapes and values
+    const std::size_t n = X.rows, k = centroids.rows, dim = X.cols;
+    std::vector<double> c(k * dim);
+    for (std::size_t r = 0; r < k; ++r) {
+      for (std::size_t j = 0; j < dim; ++j) c[r * dim + j] = static_cast<double>(centroids.row(r)[j]);
+    }
+    if (options.metric == Metric::kCosine) detail::normalise_rows(c.data(), k, dim);
+    std::vector<T> out(n * k);
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < n; ++i) {
+      const T* x = X.row(i);
+      double norm = 0;
+      for (std::size_t j = 0; j < dim; ++j) norm += static_cast<double>(x[j]) * static_cast<double>(x[j]);
+      norm = std::sqrt(norm);
+      for (std::size_t r = 0; r < k; ++r) {
+        double dot = 0;
+        for (std::size_t j = 0; j < dim; ++j) dot += static_cast<double>(x[j]) * c[r * dim + j];
+        out[i * k + r] = static_cast<T>(options.metric == Metric::kCosine ? 1.0 - (norm > 0 ? dot / norm : 0.0) : -dot);
+      }
+    }
+    return out;
+  }
   auto engine = engine_for(X, centroids, options);
   std::vector<T> out(X.rows * centroids.rows);
   engine->sqdistances(out.data());
@@ -195,10 +256,20 @@ double score(MatrixView<T> X, MatrixView<T> centroids, const PredictOptions& opt
   std::vector<T> dist(X.rows);
   std::vector<double> sums(k * X.cols), wsums(k);
   std::size_t changed = 0;
+  const double total_weight = engine->total_weight();
+  std::vector<double> cosine_weights;
+  if (options.metric == Metric::kCosine) {
+    cosine_weights = engine->normalising_weights(engine->weights());
+    engine->set_weights(cosine_weights.data());
+  }
   // The inertia of the update pass is exact (float64 differences), unlike the kernel's
-  // expanded distances.
-  return -engine->assign_update(c.data(), k, labels.data(), dist.data(), sums.data(), wsums.data(),
-                                &changed);
+  // expanded distances; the inner-product metrics' comes from the cluster sums.
+  const double euclidean = engine->assign_update(c.data(), k, labels.data(), dist.data(), sums.data(),
+                                                 wsums.data(), &changed);
+  if (options.metric == Metric::kEuclidean) return -euclidean;
+  double dot = 0;
+  for (std::size_t i = 0; i < sums.size(); ++i) dot += c[i] * sums[i];
+  return options.metric == Metric::kCosine ? -(total_weight - dot) : dot;
 }
 
 std::vector<std::string> available_targets() { return detail::cpu_target_names(); }

@@ -52,6 +52,16 @@ class Engine {
   /// The m points of the whole data set farthest from their centroids (ties: lowest index),
   /// farthest first, given this engine's labels and distances.
   virtual std::vector<FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) = 0;
+  /// Replaces the sample weights (null = all ones) for the following calls; `weights` must
+  /// outlive them. Cosine k-means runs its update with w / ||x||.
+  virtual void set_weights(const double* weights) = 0;
+  /// w_i / ||x_i|| for this engine's rows (0 for all-zero rows), in float64.
+  virtual std::vector<double> normalising_weights(const double* weights) = 0;
+  /// Sum of the sample weights of the whole data set (rows if unweighted), in float64.
+  virtual double total_weight() = 0;
+  /// Inner-product assignment: after set_centroids, the label is argmax x.c (the squared
+  /// centroid norms are left out of the score) instead of argmin ||x - c||^2.
+  virtual void set_inner_product(bool on) = 0;
   /// A decision every part of a distributed engine takes together (all must say yes).
   virtual bool agree(bool yes) { return yes; }
   /// Initial centroids (centred) when the engine chooses them itself (a distributed engine);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 
 namespace flashkm::detail {
@@ -55,12 +56,35 @@ std::size_t relocate_empty(Engine<T>& engine, const std::int32_t* labels, const 
   return relocated;
 }
 
+// The metric's inertia from one assign_update: its float64 Euclidean inertia, or for the
+// inner-product metrics sum_c c . S_c where S_c are the cluster sums (rows uncentred; for cosine
+// weighted by w / ||x||, so that c . S_c sums w cos over the cluster).
+double metric_inertia(Metric metric, double euclidean, const std::vector<double>& centroids,
+                      const std::vector<double>& sums, double total_weight) {
+  if (metric == Metric::kEuclidean) return euclidean;
+  double dot = 0;
+  for (std::size_t i = 0; i < sums.size(); ++i) dot += centroids[i] * sums[i];
+  return metric == Metric::kCosine ? total_weight - dot : -dot;
+}
+
 }  // namespace
+
+void normalise_rows(double* c, std::size_t k, std::size_t dim) {
+  for (std::size_t r = 0; r < k; ++r) {
+    double sq = 0;
+    for (std::size_t j = 0; j < dim; ++j) sq += c[r * dim + j] * c[r * dim + j];
+    if (sq > 0) {
+      const double inv = 1.0 / std::sqrt(sq);
+      for (std::size_t j = 0; j < dim; ++j) c[r * dim + j] *= inv;
+    }
+  }
+}
 
 template <class T>
 LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t k,
                    const KMeansOptions& options, double tol_abs, double zero_dist, int init_run,
-                   std::vector<IterationStats>& history) {
+                   std::vector<IterationStats>& history, double total_weight) {
+  const Metric metric = options.metric;
   using Clock = std::chrono::steady_clock;
   const std::size_t n = engine.rows();
   const std::size_t dim = engine.cols();
@@ -74,21 +98,32 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
   for (int it = 1; it <= options.max_iter; ++it) {
     const auto t0 = Clock::now();
     std::size_t changed = 0;
-    const double inertia = engine.assign_update(centroids.data(), k, run.labels.data(), dist.data(),
-                                                sums.data(), wsums.data(), &changed);
+    const double inertia =
+        metric_inertia(metric,
+                       engine.assign_update(centroids.data(), k, run.labels.data(), dist.data(), sums.data(),
+                                            wsums.data(), &changed),
+                       centroids, sums, total_weight);
     std::fill(is_fixed.begin(), is_fixed.end(), 0);
+    // Relocation to the farthest points is a Euclidean notion; under the inner-product metrics
+    // an empty cluster keeps its centroid (as spherical k-means and Flash-KMeans do).
     const std::size_t relocated =
-        relocate_empty(engine, run.labels.data(), dist.data(), k, sums, wsums, fixed, is_fixed, zero_dist);
-    double shift = 0;
+        metric == Metric::kEuclidean
+            ? relocate_empty(engine, run.labels.data(), dist.data(), k, sums, wsums, fixed, is_fixed, zero_dist)
+            : 0;
     for (std::size_t c = 0; c < k; ++c) {
       for (std::size_t j = 0; j < dim; ++j) {
         const std::size_t i = c * dim + j;
         // A cluster left without weight (only zero-weight points, none to relocate) keeps
         // its centroid.
         next[i] = is_fixed[c] ? fixed[i] : wsums[c] > 0 ? sums[i] / wsums[c] : centroids[i];
-        const double e = next[i] - centroids[i];
-        shift += e * e;
       }
+    }
+    // Spherical k-means: the mean direction (the mean's length carries no information).
+    if (metric == Metric::kCosine) normalise_rows(next.data(), k, dim);
+    double shift = 0;
+    for (std::size_t i = 0; i < k * dim; ++i) {
+      const double e = next[i] - centroids[i];
+      shift += e * e;
     }
     IterationStats stats;
     stats.iteration = it;
@@ -124,16 +159,20 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
   if (final_assign_needed) {
     // The loop ended after an update: assign once more so labels match the returned centroids.
     std::size_t changed = 0;
-    run.inertia = engine.assign_update(centroids.data(), k, run.labels.data(), dist.data(),
-                                       sums.data(), wsums.data(), &changed);
+    run.inertia = metric_inertia(metric,
+                                 engine.assign_update(centroids.data(), k, run.labels.data(), dist.data(),
+                                                      sums.data(), wsums.data(), &changed),
+                                 centroids, sums, total_weight);
   }
   run.centroids = std::move(centroids);
   return run;
 }
 
 template LloydRun run_lloyd<float>(Engine<float>&, std::vector<double>, std::size_t,
-                                   const KMeansOptions&, double, double, int, std::vector<IterationStats>&);
+                                   const KMeansOptions&, double, double, int, std::vector<IterationStats>&,
+                                   double);
 template LloydRun run_lloyd<double>(Engine<double>&, std::vector<double>, std::size_t,
-                                    const KMeansOptions&, double, double, int, std::vector<IterationStats>&);
+                                    const KMeansOptions&, double, double, int, std::vector<IterationStats>&,
+                                    double);
 
 }  // namespace flashkm::detail

@@ -226,6 +226,40 @@ class CpuEngine final : public Engine<T> {
       packed_cap_ = need;
     }
     panel_->pack_centroids(centroids, k, dim_, packed_.get());
+    if (inner_product_) {
+      // The kernels score ||c||^2 - 2 x.c; with the real centroids' norms zeroed (padding keeps
+      // +inf, see kernel_table.hpp) the argmin is the argmax of x.c.
+      const std::size_t npanels = (k + panel_->nr - 1) / panel_->nr;
+      std::fill_n(packed_.get() + npanels * panel_->nr * dim_, k, T(0));
+    }
+  }
+
+  void set_inner_product(bool on) override { inner_product_ = on; }
+
+  double total_weight() override {
+    if (!weights_) return static_cast<double>(n_);
+    double total = 0;
+    for (std::size_t i = 0; i < n_; ++i) total += weights_[i];
+    return total;
+  }
+
+  void set_weights(const double* weights) override { weights_ = weights; }
+
+  std::vector<double> normalising_weights(const double* weights) override {
+    std::vector<double> out(n_);
+    for_each_chunk([&](const Chunk<T>& ch) {
+      for_row_tasks(0, ch.x.rows, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t i = r0; i < r1; ++i) {
+          const T* row = ch.x.row(i);
+          double sq = 0;
+          for (std::size_t j = 0; j < dim_; ++j) sq += static_cast<double>(row[j]) * static_cast<double>(row[j]);
+          const std::size_t g = ch.first + i;
+          const double w = weights ? weights[g] : 1.0;
+          out[g] = sq > 0 ? w / std::sqrt(sq) : 0.0;
+        }
+      });
+    });
+    return out;
   }
 
   std::size_t assign(std::int32_t* labels, T* dist) override {
@@ -654,6 +688,7 @@ class CpuEngine final : public Engine<T> {
   int threads_;
   const KernelTable<T>* table_;
   const PanelKernels<T>* panel_ = nullptr;  // the panel width chosen for the current K
+  bool inner_product_ = false;
   std::vector<double> mean_;
   std::vector<double> shift_;
   std::vector<T> shift_t_;

@@ -120,6 +120,18 @@ class MpiEngine final : public detail::Engine<T> {
   }
 
   void set_centroids(const double* centroids, std::size_t k) override { local_->set_centroids(centroids, k); }
+  void set_inner_product(bool on) override { local_->set_inner_product(on); }
+  double total_weight() override {
+    double w = local_->total_weight();
+    allreduce_sum(&w, 1);
+    return w;
+  }
+  void set_weights(const double* weights) override { local_->set_weights(weights); }
+  std::vector<double> normalising_weights(const double* weights) override {
+    std::vector<double> out;
+    collectively([&] { out = local_->normalising_weights(weights); });
+    return out;
+  }
 
   std::size_t assign(std::int32_t* labels, T* dist) override {
     std::uint64_t changed = 0;
