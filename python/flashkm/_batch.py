@@ -24,7 +24,8 @@ def batch_kmeans(X, n_clusters, *, metric="euclidean", init="k-means++", max_ite
         converted once); other dtypes become float64.
     n_clusters : int
         K, with 1 <= K <= N.
-    metric : {'euclidean'}, default='euclidean'
+    metric : {'euclidean', 'cosine', 'dot'}, default='euclidean'
+        As ``KMeans(metric=...)``: Lloyd, spherical k-means, or inner-product assignment.
     init : {'k-means++', 'random'} or array-like of shape (B, K, D), default='k-means++'
     max_iter : int, default=100
     tol : float, default=1e-4
@@ -44,9 +45,8 @@ def batch_kmeans(X, n_clusters, *, metric="euclidean", init="k-means++", max_ite
     """
     if not isinstance(metric, str):
         raise ValueError(f"metric must be a string, got {metric!r}")
-    if metric != "euclidean":
-        raise NotImplementedError(f"metric={metric!r} is not available yet; only "
-                                  "'euclidean' is supported by batch_kmeans")
+    if metric not in ("euclidean", "cosine", "dot"):
+        raise ValueError(f"metric must be 'euclidean', 'cosine' or 'dot', got {metric!r}")
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
@@ -80,7 +80,7 @@ def batch_kmeans(X, n_clusters, *, metric="euclidean", init="k-means++", max_ite
     seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
     res = _core.batch_fit(X, int(n_clusters), kind, centers, max_iter=int(max_iter),
                           tol=float(tol), seed=seed,
-                          n_threads=0 if n_threads is None else int(n_threads))
+                          n_threads=0 if n_threads is None else int(n_threads), metric=metric)
     info = {
         "inertia": res["inertia"],
         "n_iter": res["n_iter"],

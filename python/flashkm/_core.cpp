@@ -64,12 +64,20 @@ const char* stop_name(flashkm::StopReason r) {
   return "unknown";
 }
 
+flashkm::Metric metric_of(const std::string& name) {
+  if (name == "euclidean") return flashkm::Metric::kEuclidean;
+  if (name == "cosine") return flashkm::Metric::kCosine;
+  if (name == "dot") return flashkm::Metric::kDot;
+  throw flashkm::InvalidArgument("metric must be 'euclidean', 'cosine' or 'dot', got '" + name + "'");
+}
+
 template <class T>
 nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init,
              std::optional<Matrix<T>> init_centroids, int n_init, int max_iter, double tol,
              std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
-             std::optional<nb::callable> callback, const std::string& target) {
+             std::optional<nb::callable> callback, const std::string& target, const std::string& metric) {
   flashkm::KMeansOptions o;
+  o.metric = metric_of(metric);
   o.n_clusters = n_clusters;
   if (init == "k-means++") {
     o.init = flashkm::InitMethod::kMeansPlusPlus;
@@ -120,8 +128,9 @@ nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init
 
 template <class T>
 flashkm::PredictOptions predict_options(int n_threads, const std::string& target,
-                                        const std::optional<Weights>& w) {
+                                        const std::optional<Weights>& w, const std::string& metric) {
   flashkm::PredictOptions o;
+  o.metric = metric_of(metric);
   o.n_threads = n_threads;
   o.target = target;
   o.sample_weight = weights_span(w);
@@ -130,11 +139,11 @@ flashkm::PredictOptions predict_options(int n_threads, const std::string& target
 
 template <class T>
 nb::ndarray<nb::numpy, std::int32_t> predict(const Matrix<T>& X, const Matrix<T>& C, int n_threads,
-                                              const std::string& target) {
+                                              const std::string& target, const std::string& metric) {
   std::vector<std::int32_t> labels;
   {
     nb::gil_scoped_release release;
-    labels = flashkm::predict(view(X), view(C), predict_options<T>(n_threads, target, std::nullopt));
+    labels = flashkm::predict(view(X), view(C), predict_options<T>(n_threads, target, std::nullopt, metric));
   }
   const std::size_t n = labels.size();
   return to_numpy(std::move(labels), {n});
@@ -142,20 +151,20 @@ nb::ndarray<nb::numpy, std::int32_t> predict(const Matrix<T>& X, const Matrix<T>
 
 template <class T>
 nb::ndarray<nb::numpy, T> transform(const Matrix<T>& X, const Matrix<T>& C, int n_threads,
-                                    const std::string& target) {
+                                    const std::string& target, const std::string& metric) {
   std::vector<T> d;
   {
     nb::gil_scoped_release release;
-    d = flashkm::transform(view(X), view(C), predict_options<T>(n_threads, target, std::nullopt));
+    d = flashkm::transform(view(X), view(C), predict_options<T>(n_threads, target, std::nullopt, metric));
   }
   return to_numpy(std::move(d), {X.shape(0), C.shape(0)});
 }
 
 template <class T>
 double score(const Matrix<T>& X, const Matrix<T>& C, std::optional<Weights> w, int n_threads,
-             const std::string& target) {
+             const std::string& target, const std::string& metric) {
   nb::gil_scoped_release release;
-  return flashkm::score(view(X), view(C), predict_options<T>(n_threads, target, w));
+  return flashkm::score(view(X), view(C), predict_options<T>(n_threads, target, w, metric));
 }
 
 template <class T>
@@ -166,9 +175,10 @@ using Batch = nb::ndarray<const T, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
 template <class T>
 nb::dict batch_fit(const Batch<T>& X, std::size_t n_clusters, const std::string& init,
                    std::optional<Batch<T>> init_centroids, int max_iter, double tol,
-                   std::uint64_t seed, int n_threads) {
+                   std::uint64_t seed, int n_threads, const std::string& metric) {
   flashkm::KMeansOptions o;
   o.n_clusters = n_clusters;
+  o.metric = metric_of(metric);
   flashkm::BatchView<T> init_view{};
   if (init == "k-means++") {
     o.init = flashkm::InitMethod::kMeansPlusPlus;
@@ -221,11 +231,12 @@ template <class T>
 void bind_dtype(nb::module_& m) {
   m.def("fit", &fit<T>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(),
-        "callback"_a.none(), "target"_a);
-  m.def("predict", &predict<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a);
-  m.def("transform", &transform<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a);
+        "callback"_a.none(), "target"_a, "metric"_a = "euclidean");
+  m.def("predict", &predict<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a, "metric"_a = "euclidean");
+  m.def("transform", &transform<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a,
+        "metric"_a = "euclidean");
   m.def("score", &score<T>, "X"_a, "centroids"_a, "sample_weight"_a.none(), "n_threads"_a,
-        "target"_a);
+        "target"_a, "metric"_a = "euclidean");
 }
 
 }  // namespace
@@ -242,9 +253,9 @@ NB_MODULE(_core, m) {
   bind_dtype<float>(m);
   bind_dtype<double>(m);
   m.def("batch_fit", &batch_fit<float>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(),
-        "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a);
+        "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "metric"_a = "euclidean");
   m.def("batch_fit", &batch_fit<double>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(),
-        "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a);
+        "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "metric"_a = "euclidean");
   m.def("available_targets", &flashkm::available_targets);
   m.def("default_target", &flashkm::default_target);
 }

@@ -48,6 +48,13 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
     algorithm : {'lloyd'}, default='lloyd'
     n_threads : int or None, default=None
         Threads for the engine; None uses all cores. Results do not depend on it.
+    metric : {'euclidean', 'cosine', 'dot'}, default='euclidean'
+        'euclidean' is Lloyd's k-means. 'cosine' is spherical k-means: the largest cosine
+        similarity wins, centers are the unit-norm mean directions of the normalised rows,
+        all-zero rows go to cluster 0 without moving it, inertia_ is sum w (1 - cos) and tol
+        is absolute on the unit centers. 'dot' assigns by the largest inner product x.c with
+        mean centers (not normalised) and inertia_ = -sum w x.c. Under 'cosine' and 'dot' an
+        empty cluster keeps its center.
 
     Attributes
     ----------
@@ -73,6 +80,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         "copy_x": ["boolean"],
         "algorithm": [StrOptions({"lloyd"})],
         "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "metric": [StrOptions({"euclidean", "cosine", "dot"})],
     }
 
     def __init__(
@@ -88,6 +96,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         copy_x=True,
         algorithm="lloyd",
         n_threads=None,
+        metric="euclidean",
     ):
         self.n_clusters = n_clusters
         self.init = init
@@ -98,6 +107,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         self.random_state = random_state
         self.copy_x = copy_x
         self.algorithm = algorithm
+        self.metric = metric
         self.n_threads = n_threads
 
     def __sklearn_tags__(self):
@@ -154,7 +164,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         rs = check_random_state(self.random_state)
         n_init = self._n_init()
         common = dict(max_iter=self.max_iter, tol=float(self.tol), n_threads=self._threads(),
-                      sample_weight=sw, callback=self._callback(), target="")
+                      sample_weight=sw, callback=self._callback(), target="", metric=self.metric)
         if isinstance(self.init, str):
             seed = int(rs.randint(np.iinfo(np.int32).max))
             res = _core.fit(X, self.n_clusters, self.init, None, n_init=n_init, seed=seed, **common)
@@ -196,27 +206,32 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
     def predict(self, X):
         """Index of the closest cluster center for each sample."""
         X = self._test_data(X)
-        return _core.predict(X, self.cluster_centers_, self._threads(), "")
+        return _core.predict(X, self.cluster_centers_, self._threads(), "", self.metric)
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Compute cluster centers and predict the cluster index of each sample."""
         return self.fit(X, sample_weight=sample_weight).labels_
 
     def transform(self, X):
-        """Distances of X to every cluster center (n_samples, n_clusters)."""
+        """Distances of X to every cluster center (n_samples, n_clusters).
+
+        Euclidean distances; with metric='cosine' the cosine distances 1 - cos(x, c), with
+        metric='dot' the negated inner products -x.c (smaller is closer in every case).
+        """
         X = self._test_data(X)
-        return _core.transform(X, self.cluster_centers_, self._threads(), "")
+        return _core.transform(X, self.cluster_centers_, self._threads(), "", self.metric)
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fit, then transform X."""
         return self.fit(X, sample_weight=sample_weight).transform(X)
 
     def score(self, X, y=None, sample_weight=None):
-        """Opposite of the (weighted) sum of squared distances to the closest centers."""
+        """Opposite of the (weighted) inertia: sum of squared distances to the closest centers
+        (metric='cosine': sum of 1 - cos; metric='dot': minus the sum of x.c)."""
         X = self._test_data(X)
         sw = None
         if sample_weight is not None:
             sw = np.ascontiguousarray(
                 _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True),
                 dtype=np.float64)
-        return float(_core.score(X, self.cluster_centers_, sw, self._threads(), ""))
+        return float(_core.score(X, self.cluster_centers_, sw, self._threads(), "", self.metric))

@@ -106,9 +106,18 @@ def test_shape_errors():
         flashkm.batch_kmeans(X, 0)
 
 
-def test_metric_other_than_euclidean_is_not_available_yet():
-    with pytest.raises(NotImplementedError, match="metric='cosine' is not available yet"):
-        flashkm.batch_kmeans(batch(b=2), 3, metric="cosine")
+@pytest.mark.parametrize("metric", ["cosine", "dot"])
+def test_metric_members_equal_solo_kmeans(metric):
+    X = batch(b=3, dtype=np.float32)
+    C0 = first_rows(X, 5)
+    labels, centroids, info = flashkm.batch_kmeans(X, 5, init=C0, metric=metric, max_iter=30)
+    for i in range(3):
+        solo = flashkm.KMeans(5, init=C0[i], n_init=1, max_iter=30, metric=metric).fit(X[i])
+        np.testing.assert_array_equal(centroids[i], solo.cluster_centers_)
+        np.testing.assert_array_equal(labels[i], solo.labels_)
+        assert info["inertia"][i] == solo.inertia_
+    with pytest.raises(ValueError, match="metric must be"):
+        flashkm.batch_kmeans(X, 3, metric="manhattan")
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 8])

@@ -205,3 +205,47 @@ def test_callback_exception_propagates():
         flashkm._core.fit(X, 2, "k-means++", None, n_init=1, max_iter=5, tol=0.0, seed=0,
                           n_threads=0, sample_weight=None, callback=boom, target="")
     assert set(flashkm.available_targets()) >= {"reference"}
+
+
+def _spherical_reference(X, C, max_iter):
+    """Spherical k-means in float64: argmax cosine, mean direction of normalised rows."""
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    Xn = np.where(norms > 0, X / np.where(norms > 0, norms, 1), 0)
+    C = C / np.linalg.norm(C, axis=1, keepdims=True)
+    prev = None
+    for it in range(1, max_iter + 1):
+        labels = np.argmax(Xn @ C.T, axis=1)
+        if it > 1 and np.array_equal(labels, prev):
+            return C, labels
+        prev = labels
+        for c in range(C.shape[0]):
+            s = Xn[labels == c].sum(axis=0)
+            if np.linalg.norm(s) > 0:
+                C[c] = s / np.linalg.norm(s)
+    return C, np.argmax(Xn @ C.T, axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cosine_metric_is_spherical_kmeans(dtype):
+    X, _ = make_blobs(n_samples=2000, n_features=10, centers=6, center_box=(-20, 20), random_state=3)
+    X = X.astype(dtype)
+    C0 = X[[0, 300, 600, 900, 1200, 1500]].astype(np.float64)
+    km = flashkm.KMeans(6, init=C0.astype(dtype), n_init=1, max_iter=8, tol=0, metric="cosine").fit(X)
+    C, labels = _spherical_reference(X.astype(np.float64), C0.copy(), 8)
+    np.testing.assert_array_equal(km.labels_, labels)
+    np.testing.assert_allclose(km.cluster_centers_, C, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(km.cluster_centers_, axis=1), 1, atol=1e-6)
+    cos = np.sum(X.astype(np.float64) * C[labels], axis=1) / np.linalg.norm(X.astype(np.float64), axis=1)
+    assert km.inertia_ == pytest.approx(np.sum(1 - cos), rel=1e-6)
+    np.testing.assert_array_equal(km.predict(X), km.labels_)
+    assert km.score(X) == pytest.approx(-km.inertia_, rel=1e-6)
+    np.testing.assert_array_equal(np.argmin(km.transform(X), axis=1), km.labels_)
+
+
+def test_dot_metric_assigns_by_largest_inner_product():
+    X, _ = make_blobs(n_samples=1500, n_features=6, centers=4, random_state=5)
+    km = flashkm.KMeans(4, n_init=1, random_state=0, metric="dot").fit(X)
+    np.testing.assert_array_equal(km.labels_, np.argmax(X @ km.cluster_centers_.T, axis=1))
+    assert km.inertia_ == pytest.approx(-np.sum(X * km.cluster_centers_[km.labels_]), rel=1e-9)
+    with pytest.raises(ValueError, match="metric"):
+        flashkm.KMeans(4, metric="manhattan").fit(X)
