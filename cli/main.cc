@@ -468,6 +468,113 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   return 0;
 }
 
+// A 3-D .npy (B, N, D): B independent problems clustered at once (flashkm::fit_batch), in
+// memory; centroids (B, K, D) and labels (B, N) out.
+template <class T>
+int run_fit_batch(const FitArgs& a, const io::DatasetInfo& info) {
+  const auto t_start = Clock::now();
+  if (a.distributed) throw UsageError("--distributed does not take a batch (3-D) input");
+  if (!a.report.empty()) throw UsageError("--report is not available for a batch (3-D) input");
+  const std::size_t B = info.batch, n = info.rows / info.batch, d = info.cols;
+  KMeansOptions opt;
+  std::vector<double> weights;
+  if (!a.weights.empty()) {
+    weights = io::read_npy_vector(a.weights, info.rows);
+    opt.sample_weight = weights;
+  }
+  std::vector<T> init_c;
+  std::size_t k = a.k;
+  if (a.init == "k-means++" || a.init == "random") {
+    opt.init = a.init == "random" ? InitMethod::kRandom : InitMethod::kMeansPlusPlus;
+  } else {
+    io::Dataset c(a.init);
+    if (c.info().batch != B || c.cols() != d) {
+      throw InvalidData(a.init + ": initial centroids must be a 3-D array (" + std::to_string(B) + ", K, " +
+                        std::to_string(d) + ") for this batch; it holds " + std::to_string(c.info().batch) +
+                        " x " + std::to_string(c.rows() / c.info().batch) + " x " + std::to_string(c.cols()));
+    }
+    const std::size_t file_k = c.rows() / B;
+    if (k != 0 && k != file_k) {
+      throw UsageError("-k " + std::to_string(k) + " but --init " + a.init + " holds " + std::to_string(file_k) +
+                       " centroids per problem");
+    }
+    k = file_k;
+    init_c = read_all<T>(c);
+    opt.init = InitMethod::kExplicit;
+  }
+  if (k == 0) throw UsageError("-k is required (or --init FILE.npy with the initial centroids)");
+  if (k > n) {
+    throw InvalidData(info.path + " has " + std::to_string(n) + " rows per problem, fewer than k = " +
+                      std::to_string(k));
+  }
+  opt.n_clusters = k;
+  opt.n_init = a.n_init;
+  opt.max_iter = a.max_iter;
+  opt.tol = a.tol;
+  opt.seed = a.seed;
+  opt.n_threads = a.threads;
+  opt.target = a.target;
+  const std::size_t limit = a.memory_limit.empty() ? default_memory_limit(false) : parse_size(a.memory_limit);
+  const Plan plan = plan_memory<T>(info, limit, k, !weights.empty(), false);
+  if (plan.streamed) {
+    throw UsageError("a batch (3-D) input is clustered in memory, but " + info.path + " needs more than --memory-limit " +
+                     human_bytes(static_cast<double>(limit)));
+  }
+  if (!a.quiet) {
+    std::fprintf(stderr, "flashkm fit: %s (%s, batch of %zu problems of %zu x %zu), k = %zu, init %s\n",
+                 info.path.c_str(), describe(info).c_str(), B, n, d, k, a.init.c_str());
+  }
+  io::Dataset data(info.path, a.dim);
+  const std::vector<T> X = read_all<T>(data);
+  std::vector<KMeansResult<T>> results;
+  try {
+    results = fit_batch(BatchView<T>{X.data(), B, n, d}, opt,
+                        init_c.empty() ? BatchView<T>{} : BatchView<T>{init_c.data(), B, k, d});
+  } catch (const InvalidData& e) {
+    rethrow_in(info.path, e);
+  }
+  if (interrupted()) {
+    std::fprintf(stderr, "flashkm: interrupted; no output written\n");
+    return kExitInterrupted;
+  }
+  std::vector<T> centroids;
+  std::vector<std::int32_t> labels;
+  centroids.reserve(B * k * d);
+  labels.reserve(B * n);
+  for (const auto& r : results) {
+    centroids.insert(centroids.end(), r.centroids.begin(), r.centroids.end());
+    labels.insert(labels.end(), r.labels.begin(), r.labels.end());
+  }
+  const io::DType out_type = sizeof(T) == 8 ? io::DType::kF64 : io::DType::kF32;
+  io::OutputSet outputs;
+  outputs.add_npy(a.output, out_type, {B, k, d}, centroids.data());
+  if (!a.labels.empty()) outputs.add_npy_int32(a.labels, {B, n}, labels.data());
+  outputs.commit();
+  const double seconds = since(t_start);
+  int converged = 0;
+  for (const auto& r : results) converged += r.converged;
+  if (!a.quiet) {
+    std::fprintf(stderr, "%zu problems in %.2f s; %d converged; wrote %s (%zu x %zu x %zu %s)%s%s\n", B, seconds,
+                 converged, a.output.c_str(), B, k, d, io::dtype_name(out_type), a.labels.empty() ? "" : ", ",
+                 a.labels.c_str());
+  }
+  if (a.json) {
+    std::string j = "{\n  \"command\": \"fit\",\n  \"input\": " + json_string(info.path) +
+                    ",\n  \"batch\": " + std::to_string(B) + ",\n  \"rows\": " + std::to_string(n) +
+                    ",\n  \"cols\": " + std::to_string(d) + ",\n  \"k\": " + std::to_string(k) +
+                    ",\n  \"seconds\": " + json_number(seconds) + ",\n  \"members\": [";
+    for (std::size_t b = 0; b < B; ++b) {
+      j += b ? ",\n    " : "\n    ";
+      j += "{\"inertia\": " + json_number(results[b].inertia) + ", \"n_iter\": " +
+           std::to_string(results[b].n_iter) + ", \"converged\": " + (results[b].converged ? "true" : "false") +
+           ", \"stop_reason\": " + json_string(stop_name(results[b].stop_reason)) + "}";
+    }
+    j += "\n  ]\n}\n";
+    std::fputs(j.c_str(), stdout);
+  }
+  return 0;
+}
+
 int cmd_fit(const FitArgs& a) {
   if (a.n_init < 1) throw UsageError("--n-init must be >= 1");
   if (a.max_iter < 1) throw UsageError("--max-iter must be >= 1");
@@ -484,8 +591,9 @@ int cmd_fit(const FitArgs& a) {
     if (!a.labels.empty() && a.labels == a.output) throw UsageError("--labels and -o name the same file");
     info = io::probe(a.input, a.dim);
   });
-  if (info.dtype == io::DType::kF64 || info.format == io::Format::kCsv) return run_fit<double>(a, info);
-  return run_fit<float>(a, info);
+  const bool f64 = info.dtype == io::DType::kF64 || info.format == io::Format::kCsv;
+  if (info.batch > 1) return f64 ? run_fit_batch<double>(a, info) : run_fit_batch<float>(a, info);
+  return f64 ? run_fit<double>(a, info) : run_fit<float>(a, info);
 }
 
 struct PredictArgs {
@@ -560,6 +668,9 @@ int cmd_predict(const PredictArgs& a) {
   check_output(a.output, {a.input, a.centroids}, "output");
   const io::DatasetInfo info = io::probe(a.input, a.dim);
   const io::DatasetInfo cinfo = io::probe(a.centroids);
+  if (info.batch > 1 || cinfo.batch > 1) {
+    throw UsageError("predict takes 2-D data and centroids; for a batch (3-D) input, predict each problem");
+  }
   if (info.dtype == io::DType::kF64 || info.format == io::Format::kCsv || cinfo.dtype == io::DType::kF64) {
     return run_predict<double>(a, info);
   }
@@ -615,7 +726,7 @@ int cmd_info(const InfoArgs& a) {
                     ",\n  \"fortran_order\": " + (info.fortran_order ? "true" : "false") +
                     ",\n  \"npy_version\": " + std::to_string(info.npy_version) +
                     ",\n  \"rows\": " + std::to_string(info.rows) + ",\n  \"cols\": " + std::to_string(d) +
-                    ",\n  \"file_bytes\": " + std::to_string(info.file_size) +
+                    ",\n  \"batch\": " + std::to_string(info.batch) + ",\n  \"file_bytes\": " + std::to_string(info.file_size) +
                     ",\n  \"data_offset\": " + std::to_string(info.data_offset) +
                     ",\n  \"min\": " + json_number(lo) + ",\n  \"max\": " + json_number(hi) +
                     ",\n  \"mean\": " + json_number(mean) + ",\n  \"std\": " + json_number(stdev) +
@@ -626,7 +737,12 @@ int cmd_info(const InfoArgs& a) {
     std::printf("file        %s\n", info.path.c_str());
     std::printf("format      %s%s\n", describe(info).c_str(),
                 info.npy_version ? (" (npy version " + std::to_string(info.npy_version) + ")").c_str() : "");
-    std::printf("shape       %zu x %zu\n", info.rows, d);
+    if (info.batch > 1) {
+      std::printf("shape       %zu x %zu x %zu (a batch of %zu problems)\n", info.batch, info.rows / info.batch, d,
+                  info.batch);
+    } else {
+      std::printf("shape       %zu x %zu\n", info.rows, d);
+    }
     std::printf("size        %s (%llu bytes; data from byte %llu)\n", human_bytes(static_cast<double>(info.file_size)).c_str(),
                 static_cast<unsigned long long>(info.file_size), static_cast<unsigned long long>(info.data_offset));
     std::printf("values      min %.6g, max %.6g, mean %.6g, std %.6g\n", lo, hi, mean, stdev);

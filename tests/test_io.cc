@@ -379,8 +379,8 @@ TEST_F(IoTest, NpyBadHeadersNameTheFileAndThePosition) {
   dict_error("{'descr': '<f4', 'descr': '<f4', 'shape': (2, 3), 'fortran_order': False}",
              {p, "duplicate key 'descr'"});
   dict_error("{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 3)}", {p, "negative"});
-  dict_error("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 1)}",
-             {p, "more than 2 dimensions"});
+  dict_error("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 1, 1)}",
+             {p, "more than 3 dimensions"});
   dict_error("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 3)}",
              {p, "64 bits"});
   dict_error("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296)}",
@@ -687,6 +687,25 @@ TEST_F(IoTest, WriteNpyRoundTripsAndLeavesNoTemporaryFile) {
   write_text_atomic(path("r.html"), "<p>report</p>\n");
   EXPECT_EQ(slurp(path("r.html")), "<p>report</p>\n");
   EXPECT_EQ(entries(), (std::vector<std::string>{"labels.npy", "out.npy", "r.html"}));
+}
+
+TEST_F(IoTest, ThreeDimensionalNpyIsABatchOfProblems) {
+  // (B, N, D) in C order: B * N rows of D, batch = B; written back by write_npy.
+  std::vector<float> v(2 * 3 * 4);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * static_cast<float>(i) - 3.0f;
+  const std::string p = path("b.npy");
+  write_npy(p, DType::kF32, {2, 3, 4}, v.data());
+  const DatasetInfo info = probe(p);
+  EXPECT_EQ(info.batch, 2u);
+  EXPECT_EQ(info.rows, 6u);
+  EXPECT_EQ(info.cols, 4u);
+  Dataset ds(p);
+  std::vector<float> got(12);
+  ds.read_rows<float>(3, 6, got.data());  // the second problem
+  EXPECT_EQ(got, std::vector<float>(v.begin() + 12, v.end()));
+  write_npy(path("two.npy"), DType::kF32, {6, 4}, v.data());
+  EXPECT_EQ(probe(path("two.npy")).batch, 1u);
+  expect_error<FormatError>([&] { read_npy_vector(p, 24); }, {p, "3-D"});
 }
 
 TEST_F(IoTest, OutputSetReplacesAllOrNothing) {

@@ -44,8 +44,9 @@ struct DatasetInfo {
   bool big_endian = false;     // .npy '>' byte order
   bool fortran_order = false;  // .npy column-major layout
   int npy_version = 0;         // 1, 2 or 3 for .npy, 0 otherwise
-  std::size_t rows = 0;
+  std::size_t rows = 0;        // all rows; a 3-D .npy (B, N, D) has B * N rows of D
   std::size_t cols = 0;
+  std::size_t batch = 1;       // B of a 3-D .npy: rows / batch rows per problem
   std::uint64_t data_offset = 0;  // first byte of the data (.npy header length)
   std::uint64_t file_size = 0;
   /// Bytes of one stored row (including the 4-byte dimension of .fvecs/.bvecs records).
@@ -104,7 +105,7 @@ std::vector<double> parse_csv(const std::string& path, const char* text, std::si
 /// weights; FormatError if its length is not `expected_len` (naming both).
 std::vector<double> read_npy_vector(const std::string& path, std::size_t expected_len);
 
-/// Writes a C-order little-endian .npy (version 1.0) of `dtype` and `shape` (1-D or 2-D)
+/// Writes a C-order little-endian .npy (version 1.0) of `dtype` and `shape` (1-D to 3-D)
 /// atomically: to a temporary file in the same directory, flushed to disk, then renamed over
 /// `path`. On any error (or if `path`'s directory is not writable) nothing is left behind and
 /// FileError names the file. `data` holds the elements in the dtype's native layout.

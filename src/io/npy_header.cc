@@ -160,7 +160,7 @@ class DictParser {
     if (eat(')')) return;  // () : a 0-D array
     for (;;) {
       std::uint64_t d = parse_dim();
-      if (h->ndim == 2) fail("arrays with more than 2 dimensions are not supported");
+      if (h->ndim == 3) fail("arrays with more than 3 dimensions are not supported");
       h->shape[h->ndim++] = d;
       skip_space();
       if (eat(')')) {
@@ -283,7 +283,8 @@ NpyHeader parse_npy_any(const std::string& path, const unsigned char* bytes, std
   std::string shape_text = "(";
   if (h.ndim >= 1) shape_text += std::to_string(h.shape[0]);
   if (h.ndim == 1) shape_text += ",";
-  if (h.ndim == 2) shape_text += ", " + std::to_string(h.shape[1]);
+  if (h.ndim >= 2) shape_text += ", " + std::to_string(h.shape[1]);
+  if (h.ndim == 3) shape_text += ", " + std::to_string(h.shape[2]);
   shape_text += ")";
   if (count == UINT64_MAX ||
       __builtin_mul_overflow(count, dtype_size(h.dtype), &data_bytes)) {
@@ -313,17 +314,26 @@ DatasetInfo parse_npy_header(const std::string& path, const unsigned char* bytes
     detail::throw_format(path, "1-D array of " + std::to_string(h.shape[0]) +
                                    " values; expected a 2-D array (rows, features)");
   }
-  if (h.shape[0] == 0) detail::throw_format(path, "the array has zero rows");
-  if (h.shape[1] == 0) detail::throw_format(path, "the array has zero columns");
+  if (h.ndim == 3 && h.fortran_order) {
+    detail::throw_format(path, "a Fortran-order 3-D array is not supported; save it in C order");
+  }
+  // A 3-D array (B, N, D) is a batch of B problems of N rows: read as B*N rows of D.
+  const std::uint64_t batch = h.ndim == 3 ? h.shape[0] : 1;
+  const std::uint64_t rows = h.ndim == 3 ? h.shape[0] * h.shape[1] : h.shape[0];
+  const std::uint64_t cols = h.shape[h.ndim - 1];
+  if (batch == 0) detail::throw_format(path, "the array holds zero problems (first dimension 0)");
+  if (rows == 0) detail::throw_format(path, "the array has zero rows");
+  if (cols == 0) detail::throw_format(path, "the array has zero columns");
   DatasetInfo info;
+  info.batch = static_cast<std::size_t>(batch);
   info.path = path;
   info.format = Format::kNpy;
   info.dtype = h.dtype;
   info.big_endian = h.big_endian;
   info.fortran_order = h.fortran_order;
   info.npy_version = h.version;
-  info.rows = static_cast<std::size_t>(h.shape[0]);
-  info.cols = static_cast<std::size_t>(h.shape[1]);
+  info.rows = static_cast<std::size_t>(rows);
+  info.cols = static_cast<std::size_t>(cols);
   info.data_offset = h.data_offset;
   info.file_size = file_size;
   return info;

@@ -99,6 +99,7 @@ std::vector<double> read_npy_vector(const std::string& path, std::size_t expecte
   detail::UniqueFd fd = detail::open_data_file(path, &file_size);
   const detail::NpyHeader h = detail::read_npy_header(fd.get(), path, file_size);
   if (h.ndim == 0) detail::throw_format(path, "0-D array (a single value); expected a 1-D array");
+  if (h.ndim == 3) detail::throw_format(path, "3-D array; expected a 1-D array");
   if (h.ndim == 2 && h.shape[1] != 1) {
     detail::throw_format(path, "2-D array of shape (" + std::to_string(h.shape[0]) + ", " +
                                    std::to_string(h.shape[1]) +

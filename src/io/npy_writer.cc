@@ -17,8 +17,8 @@ static_assert(std::endian::native == std::endian::little,
 // What writes a .npy of `shape` to a descriptor (checked now, run later).
 std::function<void(int)> npy_writer(const std::string& path, const char* descr, std::size_t item_size,
                                     const std::vector<std::size_t>& shape, const void* data) {
-  if (shape.size() != 1 && shape.size() != 2) {
-    throw InvalidArgument(path + ": write_npy writes 1-D or 2-D arrays, not " +
+  if (shape.empty() || shape.size() > 3) {
+    throw InvalidArgument(path + ": write_npy writes 1-D to 3-D arrays, not " +
                           std::to_string(shape.size()) + "-D");
   }
   std::size_t bytes = item_size;
@@ -28,9 +28,15 @@ std::function<void(int)> npy_writer(const std::string& path, const char* descr, 
     }
   }
   if (bytes > 0 && data == nullptr) throw InvalidArgument(path + ": write_npy given null data");
-  std::string header = std::string("{'descr': '") + descr +
-                       "', 'fortran_order': False, 'shape': (" + std::to_string(shape[0]) +
-                       (shape.size() == 1 ? "," : ", " + std::to_string(shape[1])) + "), }";
+  std::string dims;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) dims += ", ";
+    dims += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) dims += ",";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";
+  header += dims;
+  header += "), }";
   // Like numpy, pad with spaces and end with '\n' so the data starts at a multiple of 64 bytes
   // (10-byte preamble + header), which lets readers map it aligned for any SIMD width.
   const std::size_t unpadded = 10 + header.size() + 1;

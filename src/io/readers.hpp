@@ -23,7 +23,7 @@ struct NpyHeader {
   bool big_endian = false;
   bool fortran_order = false;
   int ndim = 0;
-  std::uint64_t shape[2] = {0, 0};  // only the first ndim are meaningful
+  std::uint64_t shape[3] = {0, 0, 0};  // only the first ndim are meaningful
   std::uint64_t data_offset = 0;
 };
 
@@ -31,7 +31,7 @@ struct NpyHeader {
 /// version and header length alone; `n` must be at least 12 or the whole file.
 std::uint64_t npy_header_end(const std::string& path, const unsigned char* bytes, std::size_t n,
                              std::uint64_t file_size);
-/// Parses and checks a whole header (any dimensionality up to 2) against the file size.
+/// Parses and checks a whole header (any dimensionality up to 3) against the file size.
 NpyHeader parse_npy_any(const std::string& path, const unsigned char* bytes, std::size_t n,
                         std::uint64_t file_size);
 /// Reads the header of an open .npy file and parses it.

@@ -23,8 +23,8 @@ MPIRUN = None  # set by --mpirun: the Distributed tests run the command under it
 
 def npy_bytes(values, shape, descr="<f4", fortran=False, version=1):
     """A .npy file's bytes; `values` are in C order (transposed here for Fortran order)."""
-    rows, cols = (shape + (1,))[:2] if len(shape) == 1 else shape
     if fortran and len(shape) == 2:
+        rows, cols = shape
         values = [values[r * cols + c] for c in range(cols) for r in range(rows)]
     code = descr[1:]
     fmt = {"f2": "e", "f4": "f", "f8": "d", "i4": "i", "u1": "B"}[code]
@@ -348,6 +348,30 @@ class Outputs(Base):
         self.assertFalse(os.path.exists(self.path("c.npy")))
         self.assertFalse(os.path.exists(self.path("l.npy")))
         self.assert_no_temporaries()
+
+
+class Batch(Base):
+    def test_a_3d_npy_is_a_batch_of_independent_problems(self):
+        b, n, d, k = 3, 400, 5, 4
+        members = [small_grid(n, d, 11 + i) for i in range(b)]
+        self.write("batch.npy", npy_bytes(sum(members, []), (b, n, d)))
+        j = json.loads(self.run_km("fit", "batch.npy", "-k", str(k), "--init", "random", "--seed", "9", "-o", "c.npy",
+                                   "--labels", "l.npy", "--json", "-q").stdout)
+        self.assertEqual((j["batch"], j["rows"], j["k"]), (b, n, k))
+        self.assertEqual(len(j["members"]), b)
+        descr, shape, c = read_npy(self.path("c.npy"))
+        self.assertEqual(shape, (b, k, d))
+        _, lshape, labels = read_npy(self.path("l.npy"))
+        self.assertEqual(lshape, (b, n))
+        for i in range(b):  # each member is its own solo fit
+            self.write("m%d.npy" % i, npy_bytes(members[i], (n, d)))
+            self.run_km("fit", "m%d.npy" % i, "-k", str(k), "--init", "random", "--seed", "9", "-o", "mc%d.npy" % i,
+                        "--labels", "ml%d.npy" % i, "-q")
+            self.assertEqual(read_npy(self.path("mc%d.npy" % i))[2], c[i * k * d:(i + 1) * k * d])
+            self.assertEqual(read_npy(self.path("ml%d.npy" % i))[2], labels[i * n:(i + 1) * n])
+        self.assertIn("3 x 400 x 5", self.run_km("info", "batch.npy").stdout)
+        p = self.run_km("fit", "batch.npy", "-k", "500", "-o", "c2.npy", rc=1)
+        self.assertIn("400 rows per problem", p.stderr)
 
 
 class Report(Base):
