@@ -3,6 +3,7 @@
 
 #include "flashkm/batch.hpp"
 #include "flashkm/errors.hpp"
+#include "flashkm/half.hpp"
 #include "flashkm/kmeans.hpp"
 #include "flashkm/matrix_view.hpp"
 #include "flashkm/options.hpp"

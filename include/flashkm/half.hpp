@@ -1,0 +1,39 @@
+// Half-precision input: float16 or bfloat16 rows, clustered with float32 arithmetic.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "flashkm/matrix_view.hpp"
+#include "flashkm/options.hpp"
+#include "flashkm/result.hpp"
+
+namespace flashkm {
+
+/// The 16-bit float formats flashkm reads.
+enum class HalfType {
+  kFloat16,   ///< IEEE 754 binary16 (numpy float16)
+  kBFloat16,  ///< bfloat16 (the upper half of a float32; ml_dtypes.bfloat16)
+};
+
+/// Rows of raw 16-bit floats in the caller's memory (row i at data + i * stride, stride >= cols).
+struct HalfView {
+  const std::uint16_t* data = nullptr;
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+  std::size_t stride = 0;
+  HalfType type = HalfType::kFloat16;
+};
+
+/// k-means on half-precision rows without a widened copy of X: rows are widened to float32 one
+/// chunk (~16 MiB of float32 rows) at a time as each pass reads them, so memory holds X in 16
+/// bits plus one chunk; products accumulate in float32, centroid sums in float64, centroids come
+/// back in float32. The result is bitwise the float32 fit of the widened rows (the widening is
+/// exact). Norms are float32: no overflow for rows whose squared norm exceeds 65504.
+KMeansResult<float> fit(HalfView X, const KMeansOptions& options);
+
+/// Nearest of the float32 centroids for every half-precision row (one streamed pass).
+std::vector<std::int32_t> predict(HalfView X, MatrixView<float> centroids, const PredictOptions& options = {});
+
+}  // namespace flashkm

@@ -1,0 +1,64 @@
+// Half-precision input: a RowSource that widens 16-bit rows to float32 a chunk at a time.
+#include <algorithm>
+#include <string>
+
+#include "cpu/half_convert.hpp"
+#include "flashkm/half.hpp"
+#include "flashkm/kmeans.hpp"
+
+namespace flashkm {
+namespace {
+
+class HalfSource final : public RowSource<float> {
+ public:
+  explicit HalfSource(HalfView x) : x_(x) {
+    if (x.data == nullptr) throw InvalidArgument("X: data pointer is null");
+    if (x.rows == 0 || x.cols == 0) {
+      throw InvalidArgument("X has shape " + std::to_string(x.rows) + " x " + std::to_string(x.cols) +
+                            "; need at least one row and one column");
+    }
+    if (x.stride < x.cols) {
+      throw InvalidArgument("X: row stride " + std::to_string(x.stride) + " is smaller than the number of columns " +
+                            std::to_string(x.cols));
+    }
+  }
+  std::size_t rows() const override { return x_.rows; }
+  std::size_t cols() const override { return x_.cols; }
+  void begin_pass(std::size_t granule) override {
+    chunk_ = granule;  // one granule: the smallest buffer the engine accepts
+    next_ = 0;
+  }
+  MatrixView<float> next_chunk(std::size_t* first) override {
+    *first = next_;
+    const std::size_t m = std::min(chunk_, x_.rows - next_);
+    buf_.resize(m * x_.cols);
+    for (std::size_t i = 0; i < m; ++i) widen(next_ + i, buf_.data() + i * x_.cols);
+    next_ += m;
+    return MatrixView<float>(buf_.data(), m, x_.cols);
+  }
+  void read_row(std::size_t i, float* out) override { widen(i, out); }
+
+ private:
+  void widen(std::size_t row, float* out) const {
+    detail::widen_half(x_.data + row * x_.stride, x_.cols, out, x_.type == HalfType::kBFloat16);
+  }
+
+  HalfView x_;
+  std::size_t chunk_ = 0;
+  std::size_t next_ = 0;
+  std::vector<float> buf_;
+};
+
+}  // namespace
+
+KMeansResult<float> fit(HalfView X, const KMeansOptions& options) {
+  HalfSource source(X);
+  return fit(source, options);
+}
+
+std::vector<std::int32_t> predict(HalfView X, MatrixView<float> centroids, const PredictOptions& options) {
+  HalfSource source(X);
+  return predict(source, centroids, options);
+}
+
+}  // namespace flashkm
