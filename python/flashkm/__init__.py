@@ -9,6 +9,8 @@ for any number of threads).
 from ._batch import batch_kmeans
 from ._core import available_targets, default_target
 from ._kmeans import KMeans
+from ._minibatch import MiniBatchKMeans
 
-__all__ = ["KMeans", "batch_kmeans", "available_targets", "default_target", "__version__"]
+__all__ = ["KMeans", "MiniBatchKMeans", "batch_kmeans", "available_targets", "default_target",
+           "__version__"]
 __version__ = "0.1.0"
