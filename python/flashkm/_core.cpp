@@ -72,10 +72,11 @@ flashkm::Metric metric_of(const std::string& name) {
 }
 
 template <class T>
-nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init,
-             std::optional<Matrix<T>> init_centroids, int n_init, int max_iter, double tol,
-             std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
-             std::optional<nb::callable> callback, const std::string& target, const std::string& metric) {
+flashkm::KMeansOptions kmeans_options(std::size_t n_clusters, const std::string& init,
+                                      const std::optional<Matrix<T>>& init_centroids, int n_init, int max_iter,
+                                      double tol, std::uint64_t seed, int n_threads,
+                                      const std::optional<Weights>& sample_weight, const std::string& target,
+                                      const std::string& metric) {
   flashkm::KMeansOptions o;
   o.metric = metric_of(metric);
   o.n_clusters = n_clusters;
@@ -96,20 +97,23 @@ nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init
   o.n_threads = n_threads;
   o.sample_weight = weights_span(sample_weight);
   o.target = target;
-  // Runs on the fitting thread without the GIL: take it back for the Python callback, and let
-  // Ctrl-C stop a long fit between iterations.
-  o.callback = [&callback](const flashkm::IterationStats& s) {
+  return o;
+}
+
+// Runs on the fitting thread without the GIL: take it back for the Python callback, and let
+// Ctrl-C stop a long fit between iterations.
+flashkm::IterationCallback python_callback(const std::optional<nb::callable>& callback) {
+  return [&callback](const flashkm::IterationStats& s) {
     nb::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw nb::python_error();
     if (!callback) return true;
     nb::object r = (*callback)(stats_dict(s));
     return r.is_none() || nb::cast<bool>(r);
   };
-  flashkm::KMeansResult<T> r;
-  {
-    nb::gil_scoped_release release;
-    r = flashkm::fit(view(X), o);
-  }
+}
+
+template <class T>
+nb::dict result_dict(flashkm::KMeansResult<T>&& r) {
   nb::list history;
   for (const auto& s : r.history) history.append(stats_dict(s));
   nb::dict out;
@@ -124,6 +128,66 @@ nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init
   out["history"] = history;
   out["target"] = r.target;
   return out;
+}
+
+template <class T>
+nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init,
+             std::optional<Matrix<T>> init_centroids, int n_init, int max_iter, double tol,
+             std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
+             std::optional<nb::callable> callback, const std::string& target, const std::string& metric) {
+  flashkm::KMeansOptions o = kmeans_options<T>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
+                                               n_threads, sample_weight, target, metric);
+  o.callback = python_callback(callback);
+  flashkm::KMeansResult<T> r;
+  {
+    nb::gil_scoped_release release;
+    r = flashkm::fit(view(X), o);
+  }
+  return result_dict(std::move(r));
+}
+
+// 16-bit rows (float16 or bfloat16, passed as their uint16 bits) without a widened copy;
+// float32 centroids and initial centroids.
+using HalfMatrix = nb::ndarray<const std::uint16_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+flashkm::HalfView half_view(const HalfMatrix& X, const std::string& kind) {
+  if (kind != "float16" && kind != "bfloat16") {
+    throw flashkm::InvalidArgument("16-bit kind must be 'float16' or 'bfloat16', got '" + kind + "'");
+  }
+  return {X.data(), X.shape(0), X.shape(1), X.shape(1),
+          kind == "bfloat16" ? flashkm::HalfType::kBFloat16 : flashkm::HalfType::kFloat16};
+}
+
+nb::dict fit_half(const HalfMatrix& X, const std::string& kind, std::size_t n_clusters, const std::string& init,
+                  std::optional<Matrix<float>> init_centroids, int n_init, int max_iter, double tol,
+                  std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
+                  std::optional<nb::callable> callback, const std::string& target, const std::string& metric) {
+  flashkm::KMeansOptions o = kmeans_options<float>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
+                                                   n_threads, sample_weight, target, metric);
+  o.callback = python_callback(callback);
+  const flashkm::HalfView hv = half_view(X, kind);
+  flashkm::KMeansResult<float> r;
+  {
+    nb::gil_scoped_release release;
+    r = flashkm::fit(hv, o);
+  }
+  return result_dict(std::move(r));
+}
+
+nb::ndarray<nb::numpy, std::int32_t> predict_half(const HalfMatrix& X, const std::string& kind, const Matrix<float>& C,
+                                                  int n_threads, const std::string& target, const std::string& metric) {
+  const flashkm::HalfView hv = half_view(X, kind);
+  flashkm::PredictOptions o;
+  o.n_threads = n_threads;
+  o.target = target;
+  o.metric = metric_of(metric);
+  std::vector<std::int32_t> labels;
+  {
+    nb::gil_scoped_release release;
+    labels = flashkm::predict(hv, view(C), o);
+  }
+  const std::size_t n = labels.size();
+  return to_numpy(std::move(labels), {n});
 }
 
 template <class T>
@@ -256,6 +320,11 @@ NB_MODULE(_core, m) {
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "metric"_a = "euclidean");
   m.def("batch_fit", &batch_fit<double>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(),
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "metric"_a = "euclidean");
+  m.def("fit_half", &fit_half, "X"_a, "kind"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
+        "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(), "callback"_a.none(),
+        "target"_a, "metric"_a = "euclidean");
+  m.def("predict_half", &predict_half, "X"_a, "kind"_a, "centroids"_a, "n_threads"_a, "target"_a,
+        "metric"_a = "euclidean");
   m.def("available_targets", &flashkm::available_targets);
   m.def("default_target", &flashkm::default_target);
 }

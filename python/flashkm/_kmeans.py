@@ -18,6 +18,16 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from . import _core
 
 
+def _half_kind(X):
+    """'float16' or 'bfloat16' (ml_dtypes) for a 2-D ndarray of 16-bit floats, else None."""
+    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.itemsize == 2:
+        if X.dtype == np.float16:
+            return "float16"
+        if X.dtype.name == "bfloat16":
+            return "bfloat16"
+    return None
+
+
 class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
     """Exact Lloyd k-means (scikit-learn compatible).
 
@@ -127,7 +137,8 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         return 1
 
     def _check_centroids(self, centers, X):
-        centers = np.ascontiguousarray(np.asarray(centers, dtype=X.dtype))
+        dtype = np.float32 if _half_kind(X) else X.dtype
+        centers = np.ascontiguousarray(np.asarray(centers, dtype=dtype))
         if centers.shape != (self.n_clusters, X.shape[1]):
             raise ValueError(
                 f"The shape of the initial centers {centers.shape} does not match "
@@ -151,9 +162,21 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
     # -- scikit-learn API ----------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
-        """Compute k-means clustering of X (n_samples, n_features)."""
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
-                          accept_sparse=False, reset=True)
+        """Compute k-means clustering of X (n_samples, n_features).
+
+        float16 and bfloat16 (ml_dtypes) arrays are clustered without a widened copy: rows are
+        converted to float32 a chunk at a time inside the engine; cluster_centers_ is float32.
+        """
+        half = _half_kind(X)
+        X16 = None
+        if half:
+            # Validate the feature count on one widened row; the engine checks the values.
+            X16 = np.ascontiguousarray(X)
+            validate_data(self, X16[:1].astype(np.float32), reset=True)
+            X = X16
+        else:
+            X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
+                              accept_sparse=False, reset=True)
         n_samples = X.shape[0]
         if n_samples < self.n_clusters:
             raise ValueError(f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}.")
@@ -165,9 +188,15 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         n_init = self._n_init()
         common = dict(max_iter=self.max_iter, tol=float(self.tol), n_threads=self._threads(),
                       sample_weight=sw, callback=self._callback(), target="", metric=self.metric)
+        def engine_fit(init, centers, n_init, seed):
+            if half:
+                return _core.fit_half(X16.view(np.uint16), half, self.n_clusters, init, centers,
+                                      n_init=n_init, seed=seed, **common)
+            return _core.fit(X, self.n_clusters, init, centers, n_init=n_init, seed=seed, **common)
+
         if isinstance(self.init, str):
             seed = int(rs.randint(np.iinfo(np.int32).max))
-            res = _core.fit(X, self.n_clusters, self.init, None, n_init=n_init, seed=seed, **common)
+            res = engine_fit(self.init, None, n_init, seed)
         else:
             # Explicit or callable init: one engine run per initialisation, the best kept.
             runs = 1 if not callable(self.init) else n_init
@@ -179,7 +208,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
             for _ in range(runs):
                 centers = self.init(X, self.n_clusters, rs) if callable(self.init) else self.init
                 centers = self._check_centroids(centers, X)
-                r = _core.fit(X, self.n_clusters, "explicit", centers, n_init=1, seed=0, **common)
+                r = engine_fit("explicit", centers, 1, 0)
                 if res is None or r["inertia"] < res["inertia"]:
                     res = r
         if self.verbose:
@@ -204,7 +233,14 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         return np.ascontiguousarray(X, dtype=self.cluster_centers_.dtype)
 
     def predict(self, X):
-        """Index of the closest cluster center for each sample."""
+        """Index of the closest cluster center for each sample (16-bit X without a copy)."""
+        half = _half_kind(X)
+        if half:
+            check_is_fitted(self)
+            X16 = np.ascontiguousarray(X)
+            validate_data(self, X16[:1].astype(np.float32), reset=False)
+            return _core.predict_half(X16.view(np.uint16), half, self.cluster_centers_.astype(np.float32),
+                                      self._threads(), "", self.metric)
         X = self._test_data(X)
         return _core.predict(X, self.cluster_centers_, self._threads(), "", self.metric)
 

@@ -249,3 +249,25 @@ def test_dot_metric_assigns_by_largest_inner_product():
     assert km.inertia_ == pytest.approx(-np.sum(X * km.cluster_centers_[km.labels_]), rel=1e-9)
     with pytest.raises(ValueError, match="metric"):
         flashkm.KMeans(4, metric="manhattan").fit(X)
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+def test_half_precision_input_matches_float32_without_a_copy(kind):
+    import ml_dtypes  # a test dependency (pyproject.toml)
+    rng = np.random.default_rng(2)
+    centers = rng.integers(-60, 60, size=(5, 24))
+    X32 = (centers[rng.integers(0, 5, 40000)] + rng.integers(-4, 5, size=(40000, 24))).astype(np.float32)
+    dtype = np.float16 if kind == "float16" else ml_dtypes.bfloat16
+    X16 = X32.astype(dtype)
+    assert np.array_equal(X16.astype(np.float32), X32)  # the values are exact in 16 bits
+    a = flashkm.KMeans(5, n_init=1, random_state=0).fit(X32)
+    tracemalloc.start()
+    b = flashkm.KMeans(5, n_init=1, random_state=0).fit(X16)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < X16.nbytes // 4, f"{peak} bytes allocated: a widened copy of X?"
+    assert b.cluster_centers_.dtype == np.float32
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.inertia_ == b.inertia_
+    np.testing.assert_array_equal(b.predict(X16), a.labels_)
