@@ -276,6 +276,17 @@ struct FitArgs {
   bool distributed = false;
 };
 
+// The fit options the command line sets directly.
+void set_run_options(const FitArgs& a, std::size_t k, KMeansOptions& opt) {
+  opt.n_clusters = k;
+  opt.n_init = a.n_init;
+  opt.max_iter = a.max_iter;
+  opt.tol = a.tol;
+  opt.seed = a.seed;
+  opt.n_threads = a.threads;
+  opt.target = a.target;
+}
+
 template <class T>
 int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   const auto t_start = Clock::now();
@@ -324,13 +335,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     mine.rows = r1 - r0;
     plan = plan_memory<T>(mine, limit, k, !weights.empty(), info.format == io::Format::kCsv);
   });
-  opt.n_clusters = k;
-  opt.n_init = a.n_init;
-  opt.max_iter = a.max_iter;
-  opt.tol = a.tol;
-  opt.seed = a.seed;
-  opt.n_threads = a.threads;
-  opt.target = a.target;
+  set_run_options(a, k, opt);
   opt.callback = [&](const IterationStats& s) { return progress.iteration(s); };
 
   KMeansResult<T> result;
@@ -507,13 +512,7 @@ int run_fit_batch(const FitArgs& a, const io::DatasetInfo& info) {
     throw InvalidData(info.path + " has " + std::to_string(n) + " rows per problem, fewer than k = " +
                       std::to_string(k));
   }
-  opt.n_clusters = k;
-  opt.n_init = a.n_init;
-  opt.max_iter = a.max_iter;
-  opt.tol = a.tol;
-  opt.seed = a.seed;
-  opt.n_threads = a.threads;
-  opt.target = a.target;
+  set_run_options(a, k, opt);
   const std::size_t limit = a.memory_limit.empty() ? default_memory_limit(false) : parse_size(a.memory_limit);
   const Plan plan = plan_memory<T>(info, limit, k, !weights.empty(), false);
   if (plan.streamed) {

@@ -71,6 +71,14 @@ flashkm::Metric metric_of(const std::string& name) {
   throw flashkm::InvalidArgument("metric must be 'euclidean', 'cosine' or 'dot', got '" + name + "'");
 }
 
+// The init argument: 'k-means++', 'random', or 'explicit' when centroids are given.
+flashkm::InitMethod init_method(const std::string& init, bool have_centroids) {
+  if (init == "k-means++") return flashkm::InitMethod::kMeansPlusPlus;
+  if (init == "random") return flashkm::InitMethod::kRandom;
+  if (init == "explicit" && have_centroids) return flashkm::InitMethod::kExplicit;
+  throw flashkm::InvalidArgument("init must be 'k-means++', 'random' or explicit centroids");
+}
+
 template <class T>
 flashkm::KMeansOptions kmeans_options(std::size_t n_clusters, const std::string& init,
                                       const std::optional<Matrix<T>>& init_centroids, int n_init, int max_iter,
@@ -80,16 +88,8 @@ flashkm::KMeansOptions kmeans_options(std::size_t n_clusters, const std::string&
   flashkm::KMeansOptions o;
   o.metric = metric_of(metric);
   o.n_clusters = n_clusters;
-  if (init == "k-means++") {
-    o.init = flashkm::InitMethod::kMeansPlusPlus;
-  } else if (init == "random") {
-    o.init = flashkm::InitMethod::kRandom;
-  } else if (init == "explicit" && init_centroids) {
-    o.init = flashkm::InitMethod::kExplicit;
-    o.init_centroids = view(*init_centroids);
-  } else {
-    throw flashkm::InvalidArgument("init must be 'k-means++', 'random' or explicit centroids");
-  }
+  o.init = init_method(init, init_centroids.has_value());
+  if (o.init == flashkm::InitMethod::kExplicit) o.init_centroids = view(*init_centroids);
   o.n_init = n_init;
   o.max_iter = max_iter;
   o.tol = tol;
@@ -244,16 +244,10 @@ nb::dict batch_fit(const Batch<T>& X, std::size_t n_clusters, const std::string&
   o.n_clusters = n_clusters;
   o.metric = metric_of(metric);
   flashkm::BatchView<T> init_view{};
-  if (init == "k-means++") {
-    o.init = flashkm::InitMethod::kMeansPlusPlus;
-  } else if (init == "random") {
-    o.init = flashkm::InitMethod::kRandom;
-  } else if (init == "explicit" && init_centroids) {
-    o.init = flashkm::InitMethod::kExplicit;
+  o.init = init_method(init, init_centroids.has_value());
+  if (o.init == flashkm::InitMethod::kExplicit) {
     init_view = {init_centroids->data(), init_centroids->shape(0), init_centroids->shape(1),
                  init_centroids->shape(2)};
-  } else {
-    throw flashkm::InvalidArgument("init must be 'k-means++', 'random' or explicit centroids");
   }
   o.max_iter = max_iter;
   o.tol = tol;

@@ -70,30 +70,46 @@ std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937
   return centroids;
 }
 
-template <class T>
-std::vector<double> init_random(Engine<T>& engine, std::size_t k, std::mt19937_64& rng) {
-  const std::size_t n = engine.rows();
-  const std::size_t dim = engine.cols();
-  const double* w = engine.weights();
-  // Efraimidis-Spirakis: key = log(u) / w; the k largest keys are a weighted sample without
-  // replacement (uniform when unweighted). Zero-weight rows get -inf and are never drawn.
+std::vector<std::pair<double, std::size_t>> sampling_keys(const double* w, std::size_t n, std::mt19937_64& rng,
+                                                          std::uint64_t* positive) {
+  // Efraimidis-Spirakis: key = log(u) / w, uniform when unweighted. Zero-weight rows get -inf
+  // and are never drawn.
   std::vector<std::pair<double, std::size_t>> keys(n);
-  std::size_t positive = 0;
+  *positive = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double wi = w ? w[i] : 1.0;
     const double u = uniform01(rng);
-    positive += wi > 0;
+    *positive += wi > 0;
     keys[i] = {wi > 0 ? std::log1p(-u) / wi : -std::numeric_limits<double>::infinity(), i};
   }
+  return keys;
+}
+
+void check_positive_rows(std::uint64_t positive, std::size_t k) {
   if (positive < k) {
     throw InvalidData("init='random' needs n_clusters = " + std::to_string(k) +
                       " rows with positive sample_weight, but only " + std::to_string(positive) +
                       " have one");
   }
+}
+
+void sort_best_keys(std::vector<std::pair<double, std::size_t>>& keys, std::size_t m) {
   auto greater = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
-  std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(k), keys.end(), greater);
+  m = std::min(m, keys.size());
+  std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(m), keys.end(), greater);
+}
+
+template <class T>
+std::vector<double> init_random(Engine<T>& engine, std::size_t k, std::mt19937_64& rng) {
+  const std::size_t n = engine.rows();
+  const std::size_t dim = engine.cols();
+  const double* w = engine.weights();
+  std::uint64_t positive = 0;
+  std::vector<std::pair<double, std::size_t>> keys = sampling_keys(w, n, rng, &positive);
+  check_positive_rows(positive, k);
+  sort_best_keys(keys, k);
   std::vector<double> centroids(k * dim);
   for (std::size_t c = 0; c < k; ++c) engine.row_centred(keys[c].second, centroids.data() + c * dim);
   return centroids;

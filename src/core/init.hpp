@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/engine.hpp"
@@ -19,6 +21,18 @@ std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937
 /// (Efraimidis-Spirakis keys); throws InvalidData when fewer than k rows have positive weight.
 template <class T>
 std::vector<double> init_random(Engine<T>& engine, std::size_t k, std::mt19937_64& rng);
+
+/// Efraimidis-Spirakis keys log(u) / w for rows 0..n-1, one uniform draw from rng per row in row
+/// order (-inf for zero weights), as (key, row) pairs; *positive counts rows of positive weight.
+/// The k largest keys are a weighted sample without replacement.
+std::vector<std::pair<double, std::size_t>> sampling_keys(const double* w, std::size_t n, std::mt19937_64& rng,
+                                                          std::uint64_t* positive);
+
+/// InvalidData unless at least k rows have positive weight.
+void check_positive_rows(std::uint64_t positive, std::size_t k);
+
+/// Puts the m largest keys first, largest first (ties: lowest row).
+void sort_best_keys(std::vector<std::pair<double, std::size_t>>& keys, std::size_t m);
 
 /// A uniform double in [0, 1) from 53 random bits (portable, unlike std distributions).
 inline double uniform01(std::mt19937_64& rng) {

@@ -235,26 +235,12 @@ class MpiEngine final : public detail::Engine<T> {
     collectively([&] {
       std::mt19937_64 mine = rng;
       mine.discard(offset_);
-      keys.resize(n_);
-      for (std::size_t i = 0; i < n_; ++i) {
-        const double wi = w ? w[i] : 1.0;
-        const double u = detail::uniform01(mine);
-        positive += wi > 0;
-        keys[i] = {wi > 0 ? std::log1p(-u) / wi : -std::numeric_limits<double>::infinity(), i};
-      }
+      keys = detail::sampling_keys(w, n_, mine, &positive);
     });
     rng.discard(total_);
-    positive = allreduce_u64(positive, MPI_SUM);
-    if (positive < k) {
-      throw InvalidData("init='random' needs n_clusters = " + std::to_string(k) +
-                        " rows with positive sample_weight, but only " + std::to_string(positive) +
-                        " have one");
-    }
-    auto greater = [](const auto& a, const auto& b) {
-      return a.first > b.first || (a.first == b.first && a.second < b.second);
-    };
+    detail::check_positive_rows(allreduce_u64(positive, MPI_SUM), k);
     const std::size_t keep = std::min(k, n_);
-    std::partial_sort(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(keep), keys.end(), greater);
+    detail::sort_best_keys(keys, keep);
     std::vector<double> packed;
     collectively([&] {  // streamed shards read these rows from their files
       std::vector<double> row(dim);
