@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -59,5 +60,38 @@ int main(int argc, char** argv) {
   std::printf("| batched %zu x %zu x %zu, K = %zu (fit_batch) | %.3f s | %.0f |\n", B, N, D, K, batched, flops / batched * 1e-9);
   std::printf("| one problem %zu x %zu, K = %zu (fit) | %.3f s | %.0f |\n", B * N, D, K, single, flops / single * 1e-9);
   std::printf("batched / single time: %.3f\n", batched / single);
+
+  // One member in bfloat16 and float16 against float32 (the same values: X rounded to bf16).
+  std::vector<std::uint16_t> bf(N * D), h(N * D);
+  std::vector<float> xr(N * D);
+  for (std::size_t i = 0; i < N * D; ++i) {
+    std::uint32_t b;
+    std::memcpy(&b, &X[i], 4);
+    b &= 0xffff0000u;  // bf16 truncation: exact in float16 too for |x| < 65504 with 8-bit mantissa
+    bf[i] = static_cast<std::uint16_t>(b >> 16);
+    std::memcpy(&xr[i], &b, 4);
+    // float16 bits of the same value (normal range: these values are |x| < 8 and not tiny)
+    const std::uint32_t sign = (b >> 16) & 0x8000u;
+    const int exp = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
+    h[i] = (b & 0x7fffffffu) == 0 || exp <= 0 ? static_cast<std::uint16_t>(sign)
+                                             : static_cast<std::uint16_t>(sign | (exp << 10) | ((b >> 13) & 0x3ffu));
+  }
+  const double f32 = per_iteration([&](int iters) {
+    o.max_iter = iters;
+    flashkm::fit(flashkm::MatrixView<float>(xr.data(), N, D), o);
+  });
+  const double b16 = per_iteration([&](int iters) {
+    o.max_iter = iters;
+    flashkm::fit(flashkm::HalfView{bf.data(), N, D, D, flashkm::HalfType::kBFloat16}, o);
+  });
+  const double f16 = per_iteration([&](int iters) {
+    o.max_iter = iters;
+    flashkm::fit(flashkm::HalfView{h.data(), N, D, D, flashkm::HalfType::kFloat16}, o);
+  });
+  const double one = 2.0 * double(N) * double(D) * double(K);
+  std::printf("\n| one problem %zu x %zu, K = %zu | per iteration | GFLOP/s |\n|---|---|---|\n", N, D, K);
+  std::printf("| float32 | %.3f s | %.0f |\n| bfloat16 | %.3f s | %.0f |\n| float16 | %.3f s | %.0f |\n", f32,
+              one / f32 * 1e-9, b16, one / b16 * 1e-9, f16, one / f16 * 1e-9);
+  std::printf("bfloat16 speed-up over float32: %.2fx\n", f32 / b16);
   return 0;
 }
