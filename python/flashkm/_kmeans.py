@@ -13,9 +13,10 @@ from sklearn.base import (
 )
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
+from ._centers import _CentersMixin
 
 
 def _half_kind(X):
@@ -28,7 +29,7 @@ def _half_kind(X):
     return None
 
 
-class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
+class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
     """Exact Lloyd k-means (scikit-learn compatible).
 
     Parameters are scikit-learn's ``KMeans`` parameters with the same defaults and meaning,
@@ -120,15 +121,7 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         self.metric = metric
         self.n_threads = n_threads
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        return tags
-
     # -- helpers ---------------------------------------------------------------------------
-    def _threads(self):
-        return 0 if self.n_threads is None else int(self.n_threads)
-
     def _n_init(self):
         if self.n_init != "auto":
             return int(self.n_init)
@@ -175,15 +168,11 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
             validate_data(self, X16[:1].astype(np.float32), reset=True)
             X = X16
         else:
-            X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
-                              accept_sparse=False, reset=True)
+            X = self._validate_data(X, reset=True)
         n_samples = X.shape[0]
         if n_samples < self.n_clusters:
             raise ValueError(f"n_samples={n_samples} should be >= n_clusters={self.n_clusters}.")
-        sw = None
-        if sample_weight is not None:
-            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-            sw = np.ascontiguousarray(sw, dtype=np.float64)
+        sw = None if sample_weight is None else self._weights(sample_weight, X)
         rs = check_random_state(self.random_state)
         n_init = self._n_init()
         common = dict(max_iter=self.max_iter, tol=float(self.tol), n_threads=self._threads(),
@@ -225,13 +214,6 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         self._n_features_out = self.cluster_centers_.shape[0]
         return self
 
-    def _test_data(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
-                          accept_sparse=False, reset=False)
-        # The engine takes one float type: X in the centroids' type (converted once if needed).
-        return np.ascontiguousarray(X, dtype=self.cluster_centers_.dtype)
-
     def predict(self, X):
         """Index of the closest cluster center for each sample (16-bit X without a copy)."""
         half = _half_kind(X)
@@ -241,33 +223,8 @@ class KMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
             validate_data(self, X16[:1].astype(np.float32), reset=False)
             return _core.predict_half(X16.view(np.uint16), half, self.cluster_centers_.astype(np.float32),
                                       self._threads(), "", self.metric)
-        X = self._test_data(X)
-        return _core.predict(X, self.cluster_centers_, self._threads(), "", self.metric)
+        return super().predict(X)
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Compute cluster centers and predict the cluster index of each sample."""
         return self.fit(X, sample_weight=sample_weight).labels_
-
-    def transform(self, X):
-        """Distances of X to every cluster center (n_samples, n_clusters).
-
-        Euclidean distances; with metric='cosine' the cosine distances 1 - cos(x, c), with
-        metric='dot' the negated inner products -x.c (smaller is closer in every case).
-        """
-        X = self._test_data(X)
-        return _core.transform(X, self.cluster_centers_, self._threads(), "", self.metric)
-
-    def fit_transform(self, X, y=None, sample_weight=None):
-        """Fit, then transform X."""
-        return self.fit(X, sample_weight=sample_weight).transform(X)
-
-    def score(self, X, y=None, sample_weight=None):
-        """Opposite of the (weighted) inertia: sum of squared distances to the closest centers
-        (metric='cosine': sum of 1 - cos; metric='dot': minus the sum of x.c)."""
-        X = self._test_data(X)
-        sw = None
-        if sample_weight is not None:
-            sw = np.ascontiguousarray(
-                _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True),
-                dtype=np.float64)
-        return float(_core.score(X, self.cluster_centers_, sw, self._threads(), "", self.metric))

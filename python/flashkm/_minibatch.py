@@ -14,15 +14,15 @@ from sklearn.base import (
 )
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _core
+from ._centers import _CentersMixin
 
 # Multiply-adds (rows x clusters x features) that repay starting one more kernel thread.
 _WORK_PER_THREAD = 1 << 24
 
 
-class MiniBatchKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
+class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
                       BaseEstimator):
     """Mini-batch k-means (scikit-learn compatible) on the flashkm kernels.
 
@@ -145,31 +145,13 @@ class MiniBatchKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cluster
         self.n_threads = n_threads
         self.metric = metric
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        return tags
-
     # -- helpers ---------------------------------------------------------------------------
-    def _threads(self):
-        return 0 if self.n_threads is None else int(self.n_threads)
-
     def _batch_threads(self, n_rows, n_features):
         """Threads for one batch's kernel calls: a call pays a thread start-up of the order of
         milliseconds, more than a default batch's whole assignment (1024 x 8 x D multiply-adds
         take microseconds), so small batches run on one thread. Results do not depend on it."""
         most = self.n_threads or os.cpu_count() or 1
         return int(max(1, min(most, n_rows * self.n_clusters * n_features // _WORK_PER_THREAD)))
-
-    def _validate_data(self, X, reset):
-        return validate_data(self, X, dtype=[np.float64, np.float32], order="C",
-                             accept_sparse=False, reset=reset)
-
-    @staticmethod
-    def _weights(sample_weight, X):
-        # float64 for the kernels whatever X's type (they accumulate in float64).
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        return np.ascontiguousarray(sw, dtype=np.float64)
 
     def _check_params_vs_input(self, X):
         """Per-data settings, as scikit-learn derives them (n_init, batch and init sizes, tol)."""
@@ -427,35 +409,7 @@ class MiniBatchKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cluster
         self._n_features_out = self.n_clusters
         return self
 
-    def _test_data(self, X):
-        check_is_fitted(self)
-        X = self._validate_data(X, reset=False)
-        return np.ascontiguousarray(X, dtype=self.cluster_centers_.dtype)
-
-    def predict(self, X):
-        """Index of the closest cluster center for each sample."""
-        X = self._test_data(X)
-        return _core.predict(X, self.cluster_centers_, self._threads(), "", self.metric)
-
     def fit_predict(self, X, y=None, sample_weight=None):
         """Compute the centers and the cluster index of each sample."""
         self.fit(X, sample_weight=sample_weight)
         return self.labels_ if self.compute_labels else self.predict(X)
-
-    def transform(self, X):
-        """Distances of X to every cluster center (n_samples, n_clusters).
-
-        Euclidean distances; with metric='cosine' 1 - cos(x, c), with metric='dot' -x.c.
-        """
-        X = self._test_data(X)
-        return _core.transform(X, self.cluster_centers_, self._threads(), "", self.metric)
-
-    def fit_transform(self, X, y=None, sample_weight=None):
-        """Fit, then transform X."""
-        return self.fit(X, sample_weight=sample_weight).transform(X)
-
-    def score(self, X, y=None, sample_weight=None):
-        """Opposite of the (weighted) inertia of X against the centers, in the metric."""
-        X = self._test_data(X)
-        sw = None if sample_weight is None else self._weights(sample_weight, X)
-        return float(_core.score(X, self.cluster_centers_, sw, self._threads(), "", self.metric))
