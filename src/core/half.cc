@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/half_source.hpp"
 #include "cpu/half_convert.hpp"
 #include "flashkm/half.hpp"
 #include "flashkm/kmeans.hpp"
@@ -9,7 +10,7 @@
 namespace flashkm {
 namespace {
 
-class HalfSource final : public RowSource<float> {
+class HalfSource final : public RowSource<float>, public detail::HalfBacked {
  public:
   explicit HalfSource(HalfView x) : x_(x) {
     if (x.data == nullptr) throw InvalidArgument("X: data pointer is null");
@@ -37,6 +38,7 @@ class HalfSource final : public RowSource<float> {
     return MatrixView<float>(buf_.data(), m, x_.cols);
   }
   void read_row(std::size_t i, float* out) override { widen(i, out); }
+  HalfType half_type() const override { return x_.type; }
 
  private:
   void widen(std::size_t row, float* out) const {

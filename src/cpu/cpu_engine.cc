@@ -11,10 +11,13 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <hwy/aligned_allocator.h>
 
+#include "core/half_source.hpp"
+#include "cpu/amx.hpp"
 #include "cpu/kernel_table.hpp"
 #include "flashkm/errors.hpp"
 
@@ -144,9 +147,12 @@ class Rows {
 template <class T>
 class CpuEngine final : public Engine<T> {
  public:
+  // amx_mode: 0, or the 16-bit type of the rows for FlashAssign on AMX tiles (1 bfloat16,
+  // 2 float16; float engines only).
   CpuEngine(Rows<T> rows, std::span<const double> weights, int n_threads, const KernelTable<T>* table,
-            std::size_t row_offset)
-      : data_(rows),
+            std::size_t row_offset, int amx_mode = 0)
+      : amx_mode_(amx_mode),
+        data_(rows),
         row_offset_(row_offset),
         n_(rows.rows()),
         dim_(rows.cols()),
@@ -163,7 +169,7 @@ class CpuEngine final : public Engine<T> {
   std::size_t rows() const override { return n_; }
   std::size_t cols() const override { return dim_; }
   const double* shift() const override { return shift_.data(); }
-  const char* target() const override { return table_->name; }
+  const char* target() const override { return amx_mode_ ? kAmxTargetName : table_->name; }
   const double* weights() const override { return weights_; }
 
   const double* mean() const override { return mean_.data(); }
@@ -231,6 +237,13 @@ class CpuEngine final : public Engine<T> {
       // +inf, see kernel_table.hpp) the argmin is the argmax of x.c.
       const std::size_t npanels = (k + panel_->nr - 1) / panel_->nr;
       std::fill_n(packed_.get() + npanels * panel_->nr * dim_, k, T(0));
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (amx_mode_) {
+        const std::size_t npanels = (k + panel_->nr - 1) / panel_->nr;
+        amx_pack(centroids, k, dim_, packed_.get() + npanels * panel_->nr * dim_, shift_t_.data(),
+                 amx_mode_ == 2, &amx_);
+      }
     }
   }
 
@@ -368,11 +381,22 @@ class CpuEngine final : public Engine<T> {
     std::int32_t* lab = labels + ch.first;
     T* dst = dist + ch.first;
     for_row_tasks(r0, r1, [&](std::size_t a, std::size_t b) {
-      const std::size_t c = panel_->assign_rows(ch.pts, packed_.get(), k_, a, b, lab, dst);
+      const std::size_t c = assign_rows(ch.pts, a, b, lab, dst);
 #pragma omp atomic
       changed += c;
     });
     return changed;
+  }
+
+  // FlashAssign over rows [a, b) of a chunk on one thread: on AMX tiles for 16-bit rows when
+  // enabled, else the SIMD target's kernels (bitwise the same labels and distances).
+  std::size_t assign_rows(const PointsRef<T>& pts, std::size_t a, std::size_t b, std::int32_t* lab, T* dst) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (amx_mode_) {
+        return amx_assign_rows(amx_, pts, AmxRescore{table_->center_rows, table_->center_pad}, a, b, lab, dst);
+      }
+    }
+    return panel_->assign_rows(pts, packed_.get(), k_, a, b, lab, dst);
   }
 
   // The fused step pays K x D partial sums per tile; worth it while they are at most a quarter
@@ -531,7 +555,7 @@ class CpuEngine final : public Engine<T> {
         for (std::size_t w = 0; w < nw; ++w) {
           const std::size_t r0 = (t0 + w) * tr;
           const std::size_t r1 = std::min(n, r0 + tr);
-          tile_changed[w] = panel_->assign_rows(ch.pts, packed_.get(), k, r0, r1, lab, dst);
+          tile_changed[w] = assign_rows(ch.pts, r0, r1, lab, dst);
           std::fill(off.begin(), off.end(), 0u);
           for (std::size_t i = r0; i < r1; ++i) ++off[static_cast<std::size_t>(lab[i]) + 1];
           for (std::size_t c = 0; c < k; ++c) off[c + 1] += off[c];
@@ -678,6 +702,8 @@ class CpuEngine final : public Engine<T> {
     }
   }
 
+  int amx_mode_;
+  AmxCentroids amx_;
   Rows<T> data_;
   std::size_t row_offset_;  // index of row 0 in the whole data set (shards), for messages
   std::size_t n_;
@@ -724,8 +750,30 @@ std::unique_ptr<Engine<T>> make_cpu_engine(MatrixView<T> X, std::span<const doub
 template <class T>
 std::unique_ptr<Engine<T>> make_cpu_engine(RowSource<T>& source, std::span<const double> weights,
                                            int n_threads, const std::string& target, std::size_t row_offset) {
-  const KernelTable<T>* table = find_table<T>(requested_target(target));
-  return std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table, row_offset);
+  int half = 0;  // the rows' 16-bit type, if they are 16-bit floats (AMX can multiply them)
+  if constexpr (std::is_same_v<T, float>) {
+    if (const auto* h = dynamic_cast<const HalfBacked*>(&source)) half = h->half_type() == HalfType::kBFloat16 ? 1 : 2;
+  }
+  const std::string name = requested_target(target);
+  int amx = 0;
+  const KernelTable<T>* table = nullptr;
+  if (name == kAmxTargetName) {
+    if (!half) {
+      throw InvalidArgument(std::string("SIMD target '") + kAmxTargetName +
+                            "' multiplies 16-bit input (float16, bfloat16) only; this data is " +
+                            (sizeof(T) == 4 ? "float32" : "float64"));
+    }
+    if (!amx_usable()) {
+      throw InvalidArgument(std::string("SIMD target '") + kAmxTargetName +
+                            "' is not supported by this CPU (AMX-BF16 with tile state granted by the kernel)");
+    }
+    amx = half;
+    table = kernel_tables<T>().front();
+  } else {
+    table = find_table<T>(name);
+    if (name.empty() && half && amx_usable()) amx = half;
+  }
+  return std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table, row_offset, amx);
 }
 
 std::size_t cpu_granule(std::size_t cols, std::size_t elem_size) {

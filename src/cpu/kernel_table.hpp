@@ -71,6 +71,13 @@ struct KernelTable {
   void (*sqdist_few)(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
                      std::size_t r1, T* out);
 
+  /// Rows [r, r + m) centred on the shift exactly as assign_rows centres them, row i at
+  /// out + i * dim, with their float squared norms in xnorm[i]; out and xnorm must hold m
+  /// rounded up to `center_pad` rows (the excess is zero). Lets another kernel (AMX) re-score
+  /// pairs bitwise as assign_rows would.
+  void (*center_rows)(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* out, T* xnorm);
+  std::size_t center_pad;
+
   /// Sort-Inverse Update inner loop: for the n points idx[0..n) (one cluster's run, in order),
   /// sum[j] += w * x[j] and sq[j] += w * (x[j] - centroid[j])^2 in float64 (the centroid in
   /// X's own coordinates), wsum += w; without weights (null) the multiplications by w are

@@ -451,6 +451,13 @@ void AccumulateRun(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_
 }
 
 template <class T>
+void CenterRows(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* out, T* xnorm) {
+  for (std::size_t s = 0; s < m; s += kMR) {
+    PackSliver(pts, r + s, std::min(kMR, m - s), out + s * pts.dim, xnorm + s);
+  }
+}
+
+template <class T>
 const KernelTable<T>* Table() {
   static const KernelTable<T> table{
       hwy::TargetName(HWY_TARGET),
@@ -460,6 +467,8 @@ const KernelTable<T>* Table() {
        &SqDistRows<T, 1>},
       &SqDistOne<T>,
       &SqDistFew<T>,
+      &CenterRows<T>,
+      kMR,
       &AccumulateRun<T>};
   return &table;
 }

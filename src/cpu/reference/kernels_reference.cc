@@ -110,6 +110,15 @@ void ref_sqdist_few(const PointsRef<T>& pts, const T* centroids, std::size_t m, 
 }
 
 template <class T>
+void ref_center_rows(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* out, T* xnorm) {
+  std::vector<T> x(pts.dim);
+  for (std::size_t i = 0; i < m; ++i) {
+    centred_row(pts, r + i, x, xnorm[i]);
+    std::copy(x.begin(), x.end(), out + i * pts.dim);
+  }
+}
+
+template <class T>
 void ref_accumulate(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t n,
                     std::size_t /*idx_valid*/, const double* weights, const double* centroid, double* sum, double* wsum,
                     double* sq) {
@@ -133,7 +142,8 @@ const KernelTable<T>& reference_table() {
   static const PanelKernels<T> panel{1, &ref_packed_size<T>, &ref_pack<T>, &ref_assign<T>,
                                      &ref_sqdist<T>};
   static const KernelTable<T> table{"reference", panel, panel, &ref_sqdist_one<T>,
-                                    &ref_sqdist_few<T>, &ref_accumulate<T>};
+                                    &ref_sqdist_few<T>, &ref_center_rows<T>, 1,
+                                    &ref_accumulate<T>};
   return table;
 }
 

@@ -1,0 +1,71 @@
+// Private header: FlashAssign on AMX tiles for 16-bit input (docs/KERNELS.md, "AMX").
+//
+// The tiles multiply bfloat16 pairs into float32 accumulators at ~16x the AVX-512 float32 FMA
+// rate. Rows of X go into the tiles as they are (bfloat16; float16 as the exact sum of two
+// bfloat16 values); the float32 centroids as the sum of two bfloat16 values (hi + lo, which
+// carries 16 of float32's 24 significand bits). That gives every score to within a bound that
+// is known for each row, so the tiles only *filter*: every centroid whose tile score is within
+// twice that bound of the row's smallest is re-scored with exactly the float32 arithmetic of
+// the SIMD kernels (same centring, same fused multiply-adds in the same order, same norms), and
+// the smallest of those wins. Labels and distances are therefore bitwise those of the float32
+// kernels on the widened rows; the tiles only decide how few centroids need the float32 work.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <hwy/aligned_allocator.h>
+
+#include "cpu/kernel_table.hpp"
+
+namespace flashkm::detail {
+
+/// True when this CPU has AMX-TILE and AMX-BF16 and the kernel granted this process the tile
+/// state (arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)); asked once, then cached.
+bool amx_usable();
+
+/// The target name under which the AMX path is offered and reported.
+inline constexpr const char* kAmxTargetName = "AMX_BF16";
+
+/// Centroids prepared for the tiles, once per iteration.
+struct AmxCentroids {
+  std::size_t k = 0, dim = 0;
+  std::size_t kpad = 0;     // k rounded up to 32 (two 16-wide tiles at a time)
+  std::size_t dpad = 0;     // dim rounded up to 32 (one tile's depth)
+  std::size_t segments = 0; // bfloat16 pieces per product (2 for bfloat16 X, 3 for float16 X)
+  bool fp16 = false;        // X is IEEE float16 (split into hi + lo bfloat16 while packing)
+  hwy::AlignedFreeUniquePtr<std::uint16_t[]> tiles;  // [kpad/16][steps][16][32] bfloat16
+  std::size_t tiles_cap = 0;
+  std::vector<float> bias;  // kpad: ||c||^2 (the SIMD kernels' float32 norm) + 2 shift.c; +inf padding
+  std::vector<float> cf;    // k x dim: the float32 centroids the SIMD kernels multiply with
+  std::vector<float> norm;  // k: their float32 norms exactly as packed by the SIMD kernels
+  double nmax = 0;          // largest ||c||
+  double shift_norm = 0;    // ||shift||
+};
+
+/// Prepares k centred centroids (float64, k x dim) for amx_assign_rows. `norms` are the k
+/// float32 norms the SIMD kernels packed (zeros for the inner-product metrics), `shift` the
+/// float32 centring vector.
+void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const float* norms,
+              const float* shift, bool fp16, AmxCentroids* out);
+
+/// The float32 side the re-scoring needs: the SIMD target's own centring of rows (its
+/// PackSliver, `pad` rows at a time) so that centred values and norms are bitwise its own.
+struct AmxRescore {
+  void (*center_rows)(const PointsRef<float>& pts, std::size_t r, std::size_t m, float* out, float* xnorm);
+  std::size_t pad;
+};
+
+/// FlashAssign over rows [r0, r1) of `pts`, rows whose values are all exactly 16-bit floats
+/// of the type amx_pack was told: the contract of PanelKernels::assign_rows, with bitwise the
+/// labels and distances of the float32 kernels whose centring `rescore` is. Call only when
+/// amx_usable().
+std::size_t amx_assign_rows(const AmxCentroids& c, const PointsRef<float>& pts, const AmxRescore& rescore,
+                            std::size_t r0, std::size_t r1, std::int32_t* labels, float* dist);
+
+/// (row, centroid) pairs re-scored in float32 by this process so far: how well the tiles filter
+/// (one per row is the least possible). For tests and benchmarks.
+std::size_t amx_rescored_pairs();
+
+}  // namespace flashkm::detail

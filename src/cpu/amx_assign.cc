@@ -1,0 +1,336 @@
+// FlashAssign on AMX tiles for 16-bit input: tile products filter, float32 re-scoring decides
+// (see amx.hpp for the contract and docs/KERNELS.md, "AMX", for the error bound).
+//
+// This file is compiled for the baseline x86-64 CPU like the rest of the library; only the
+// functions marked FLASHKM_AMX use AMX and AVX-512 instructions, and they run only after
+// amx_usable() said yes (a template instantiated here stays baseline code, so nothing built
+// for AMX can leak into code that runs elsewhere).
+#include "cpu/amx.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define FLASHKM_HAVE_AMX 1
+#define FLASHKM_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#else
+#define FLASHKM_HAVE_AMX 0
+#endif
+
+namespace flashkm::detail {
+namespace {
+
+std::atomic<std::size_t> g_rescored{0};
+
+constexpr std::size_t kRows = 32;  // rows per block: two 16-row A tiles
+constexpr std::size_t kTileK = 32; // bfloat16 values per tile row (64 bytes)
+
+std::uint16_t to_bf16(float f) {  // round to nearest even; f finite
+  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+float from_bf16(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+
+}  // namespace
+
+#if FLASHKM_HAVE_AMX
+
+bool amx_usable() {
+  static const bool usable = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+    const bool tile = (d >> 24) & 1u, bf16 = (d >> 22) & 1u;
+    if (!tile || !bf16) return false;
+    // Linux hands out the 8 KiB tile state only on request, once per process.
+    constexpr long kArchReqXcompPerm = 0x1023;
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+}
+
+#else
+
+bool amx_usable() { return false; }
+
+#endif
+
+void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const float* norms,
+              const float* shift, bool fp16, AmxCentroids* out) {
+  AmxCentroids& c = *out;
+  c.k = k;
+  c.dim = dim;
+  c.fp16 = fp16;
+  c.kpad = (k + 31) / 32 * 32;
+  c.dpad = (dim + kTileK - 1) / kTileK * kTileK;
+  c.segments = fp16 ? 3 : 2;
+  const std::size_t steps = c.segments * c.dpad / kTileK;
+  const std::size_t need = c.kpad * c.segments * c.dpad;
+  if (need > c.tiles_cap) {
+    c.tiles = hwy::AllocateAligned<std::uint16_t>(need);
+    c.tiles_cap = need;
+  }
+  std::fill_n(c.tiles.get(), need, std::uint16_t{0});
+  c.bias.assign(c.kpad, std::numeric_limits<float>::infinity());
+  c.cf.resize(k * dim);
+  c.norm.assign(norms, norms + k);
+  c.nmax = 0;
+  double sn = 0;
+  for (std::size_t j = 0; j < dim; ++j) sn += static_cast<double>(shift[j]) * shift[j];
+  c.shift_norm = std::sqrt(sn);
+  // Segment s of the concatenated depth holds piece seg_piece[s] of the centroid (0 = hi,
+  // 1 = lo); the rows of X are packed with the matching pieces (amx_assign_rows).
+  const int seg_piece[3] = {0, 1, 0};
+  for (std::size_t ci = 0; ci < k; ++ci) {
+    double n2 = 0, sdot = 0;
+    const std::size_t ct = ci / 16, col = ci % 16;
+    for (std::size_t j = 0; j < dim; ++j) {
+      const float v = static_cast<float>(centroids[ci * dim + j]);
+      c.cf[ci * dim + j] = v;
+      n2 += static_cast<double>(v) * v;
+      sdot += static_cast<double>(shift[j]) * v;
+      std::uint16_t piece[2] = {0, 0};
+      if (std::isfinite(v)) {
+        piece[0] = to_bf16(v);
+        const float rest = v - from_bf16(piece[0]);  // exact
+        piece[1] = std::isfinite(rest) ? to_bf16(rest) : 0;
+      }
+      for (std::size_t s = 0; s < c.segments; ++s) {
+        const std::size_t depth = s * c.dpad + j;  // position in the concatenated depth
+        const std::size_t step = depth / kTileK, within = depth % kTileK;
+        // Tile layout for TDPBF16PS: row r holds the pairs (2r, 2r+1) of every column.
+        c.tiles[((ct * steps + step) * 16 + within / 2) * 32 + 2 * col + within % 2] = piece[seg_piece[s]];
+      }
+    }
+    c.nmax = std::max(c.nmax, std::sqrt(n2));
+    c.bias[ci] = static_cast<float>(static_cast<double>(norms[ci]) + 2.0 * sdot);
+  }
+}
+
+#if FLASHKM_HAVE_AMX
+namespace {
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+
+// Scores of a block of 32 packed rows against all centroids: s[i * kpad + c] = x_i . c (the
+// pieces' sum), by tiles of 32 x 32 (four accumulators, two A and two B tiles).
+FLASHKM_AMX void tile_scores(const AmxCentroids& c, const std::uint16_t* a, std::size_t a_stride, float* s) {
+  const std::size_t steps = c.segments * c.dpad / kTileK;
+  const std::size_t ld = c.kpad * sizeof(float);
+  const std::size_t lda = a_stride * sizeof(std::uint16_t);
+  const std::uint16_t* a1 = a + 16 * a_stride;
+  for (std::size_t ct = 0; ct < c.kpad / 16; ct += 2) {
+    const std::uint16_t* b0 = c.tiles.get() + ct * steps * 512;
+    const std::uint16_t* b1 = b0 + steps * 512;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (std::size_t st = 0; st < steps; ++st) {
+      _tile_loadd(4, a + st * kTileK, lda);
+      _tile_loadd(5, a1 + st * kTileK, lda);
+      _tile_loadd(6, b0 + st * 512, 64);
+      _tile_loadd(7, b1 + st * 512, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, s + ct * 16, ld);
+    _tile_stored(1, s + ct * 16 + 16, ld);
+    _tile_stored(2, s + 16 * c.kpad + ct * 16, ld);
+    _tile_stored(3, s + 16 * c.kpad + ct * 16 + 16, ld);
+  }
+}
+
+// Tile scores of one row (bias - 2 x.c): the smallest, then the indices of all centroids
+// within `width` of it written to cand; returns their number, or every index when the
+// smallest is not finite (overflow: the float32 kernels decide alone).
+FLASHKM_AMX std::size_t filter_row(const AmxCentroids& c, const float* srow, double xu, double xc,
+                                   std::uint32_t* cand) {
+  const __m512 m2 = _mm512_set1_ps(-2.0f);
+  __m512 vmin = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  for (std::size_t j = 0; j < c.kpad; j += 16) {
+    const __m512 a = _mm512_fmadd_ps(_mm512_loadu_ps(srow + j), m2, _mm512_loadu_ps(c.bias.data() + j));
+    vmin = _mm512_min_ps(vmin, a);
+  }
+  const float amin = _mm512_reduce_min_ps(vmin);
+  // |tile score - float32 kernel score| <= e for every centroid (docs/KERNELS.md, "AMX"):
+  // rounding of n float32 additions on each side, the float32 kernels' centring and norms,
+  // and the 2^-16 relative error of a centroid carried as two bfloat16 values.
+  const double n = static_cast<double>(c.segments * c.dpad);
+  const double N = c.nmax;
+  const double g = (2 * n + 2 * static_cast<double>(c.dim) + 16) * 0x1p-24 * 1.01;
+  const double e = 2 * (g * (N * N + 2 * xc * N + 2 * c.shift_norm * N) + (g + 0x1p-15) * 2 * xu * N) +
+                   0x1p-100 * (n + std::sqrt(static_cast<double>(c.dim)) * (xu + N) + 1);
+  const double thr = static_cast<double>(amin) + 2 * e;
+  // Far below float32's range the tile scores cannot overflow; beyond it, or when the smallest
+  // is not finite, every centroid is re-scored.
+  if (!std::isfinite(thr) || !((xu + N + c.shift_norm) * N < 1e36)) {
+    for (std::size_t j = 0; j < c.k; ++j) cand[j] = static_cast<std::uint32_t>(j);
+    return c.k;
+  }
+  float thr_f = static_cast<float>(thr);
+  if (static_cast<double>(thr_f) < thr) thr_f = std::nextafter(thr_f, std::numeric_limits<float>::infinity());
+  const __m512 vt = _mm512_set1_ps(thr_f);
+  __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i step = _mm512_set1_epi32(16);
+  std::size_t nc = 0;
+  for (std::size_t j = 0; j < c.kpad; j += 16) {
+    const __m512 a = _mm512_fmadd_ps(_mm512_loadu_ps(srow + j), m2, _mm512_loadu_ps(c.bias.data() + j));
+    const __mmask16 mk = _mm512_cmp_ps_mask(a, vt, _CMP_LE_OQ);
+    if (mk) {
+      _mm512_mask_compressstoreu_epi32(cand + nc, mk, idx);
+      nc += static_cast<std::size_t>(std::popcount(static_cast<unsigned>(mk)));
+    }
+    idx = _mm512_add_epi32(idx, step);
+  }
+  return nc;
+}
+
+// Float32 scores of (row, centroid) pairs exactly as the SIMD kernels compute them: a fused
+// multiply-add per feature in feature order from zero, then ||c||^2 - 2 acc in one rounding.
+// Eight independent pairs at a time keep the FMA units busy despite each chain's latency.
+FLASHKM_AMX void rescore(const AmxCentroids& c, const float* xc, const std::uint32_t* prow,
+                         const std::uint32_t* pcen, std::size_t np, float* out) {
+  const std::size_t dim = c.dim;
+  for (std::size_t p = 0; p < np; p += 8) {
+    const std::size_t q = std::min<std::size_t>(8, np - p);
+    const float* xr[8];
+    const float* cr[8];
+    float acc[8];
+    for (std::size_t t = 0; t < 8; ++t) {
+      const std::size_t u = p + std::min(t, q - 1);
+      xr[t] = xc + static_cast<std::size_t>(prow[u]) * dim;
+      cr[t] = c.cf.data() + static_cast<std::size_t>(pcen[u]) * dim;
+      acc[t] = 0.0f;
+    }
+    for (std::size_t j = 0; j < dim; ++j) {
+#pragma GCC unroll 8
+      for (std::size_t t = 0; t < 8; ++t) acc[t] = __builtin_fmaf(xr[t][j], cr[t][j], acc[t]);
+    }
+    for (std::size_t t = 0; t < q; ++t) out[p + t] = __builtin_fmaf(acc[t], -2.0f, c.norm[pcen[p + t]]);
+  }
+}
+
+// Rows of X into the A operand, one segment per centroid piece: bfloat16 rows twice (against
+// hi and lo); float16 rows as hi, hi, lo (against hi, lo, hi; lo x lo is below the bound).
+FLASHKM_AMX void pack_rows(const AmxCentroids& c, const PointsRef<float>& pts, std::size_t r, std::size_t m,
+                           std::uint16_t* a, std::size_t a_stride) {
+  std::fill_n(a, kRows * a_stride, std::uint16_t{0});
+  for (std::size_t i = 0; i < m; ++i) {
+    const float* x = pts.x + (r + i) * pts.stride;
+    std::uint16_t* dst = a + i * a_stride;
+    if (!c.fp16) {
+      for (std::size_t j = 0; j < c.dim; ++j) {
+        const std::uint16_t h = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x[j]) >> 16);
+        dst[j] = h;
+        dst[c.dpad + j] = h;
+      }
+    } else {
+      for (std::size_t j = 0; j < c.dim; ++j) {
+        const std::uint16_t hi = to_bf16(x[j]);
+        dst[j] = hi;
+        dst[c.dpad + j] = hi;
+        dst[2 * c.dpad + j] = to_bf16(x[j] - from_bf16(hi));  // exact: float16 has 11 bits
+      }
+    }
+  }
+}
+
+FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<float>& pts,
+                                        const AmxRescore& rs, std::size_t r0, std::size_t r1,
+                                        std::int32_t* labels, float* dist) {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+
+  const std::size_t dim = c.dim;
+  const std::size_t a_stride = c.segments * c.dpad;
+  const std::size_t xrows = (kRows + rs.pad - 1) / rs.pad * rs.pad;
+  auto a = hwy::AllocateAligned<std::uint16_t>(kRows * a_stride);
+  auto s = hwy::AllocateAligned<float>(kRows * c.kpad);
+  auto xc = hwy::AllocateAligned<float>(xrows * dim);
+  auto xnorm = hwy::AllocateAligned<float>(xrows);
+  std::vector<std::uint32_t> prow(kRows * std::max<std::size_t>(c.kpad, 1)), pcen(prow.size());
+  std::vector<float> score(prow.size());
+  std::size_t row_first[kRows + 1];
+
+  std::size_t changed = 0, pairs = 0;
+  for (std::size_t rb = r0; rb < r1; rb += kRows) {
+    const std::size_t m = std::min(kRows, r1 - rb);
+    pack_rows(c, pts, rb, m, a.get(), a_stride);
+    rs.center_rows(pts, rb, m, xc.get(), xnorm.get());
+    tile_scores(c, a.get(), a_stride, s.get());
+    std::size_t np = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      const float* x = pts.x + (rb + i) * pts.stride;
+      double xu2 = 0;
+      for (std::size_t j = 0; j < dim; ++j) xu2 += static_cast<double>(x[j]) * x[j];
+      const double xcn = std::sqrt(static_cast<double>(xnorm[i])) * (1 + 0x1p-20);
+      row_first[i] = np;
+      const std::size_t nc = filter_row(c, s.get() + i * c.kpad, std::sqrt(xu2), xcn, pcen.data() + np);
+      for (std::size_t t = 0; t < nc; ++t) prow[np + t] = static_cast<std::uint32_t>(i);
+      np += nc;
+    }
+    row_first[m] = np;
+    rescore(c, xc.get(), prow.data(), pcen.data(), np, score.data());
+    pairs += np;
+    for (std::size_t i = 0; i < m; ++i) {
+      float best = std::numeric_limits<float>::infinity();
+      std::int32_t arg = 0;
+      for (std::size_t p = row_first[i]; p < row_first[i + 1]; ++p) {
+        if (score[p] < best) {
+          best = score[p];
+          arg = static_cast<std::int32_t>(pcen[p]);
+        }
+      }
+      const std::size_t r = rb + i;
+      changed += labels[r] != arg;
+      labels[r] = arg;
+      dist[r] = std::max(0.0f, xnorm[i] + best);
+    }
+  }
+  _tile_release();
+  g_rescored.fetch_add(pairs, std::memory_order_relaxed);
+  return changed;
+}
+
+}  // namespace
+
+std::size_t amx_assign_rows(const AmxCentroids& c, const PointsRef<float>& pts, const AmxRescore& rescore,
+                            std::size_t r0, std::size_t r1, std::int32_t* labels, float* dist) {
+  return assign_rows_amx(c, pts, rescore, r0, r1, labels, dist);
+}
+
+#else
+
+std::size_t amx_assign_rows(const AmxCentroids&, const PointsRef<float>&, const AmxRescore&, std::size_t,
+                            std::size_t, std::int32_t*, float*) {
+  return 0;  // never called: amx_usable() is false
+}
+
+#endif
+
+std::size_t amx_rescored_pairs() { return g_rescored.load(std::memory_order_relaxed); }
+
+}  // namespace flashkm::detail

@@ -1,0 +1,222 @@
+// FlashAssign on AMX tiles (16-bit input): labels and distances bitwise those of the float32
+// SIMD kernels and the scalar reference, on awkward shapes; the tiles really filter; whole fits
+// equal the widening path and the float32 fit; the forced-target switch selects the path.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include <hwy/aligned_allocator.h>
+
+#include "cpu/amx.hpp"
+#include "cpu/kernel_table.hpp"
+#include "flashkm/half.hpp"
+#include "testlib.hpp"
+
+namespace flashkm {
+namespace {
+
+using detail::amx_usable;
+
+// Rounds to the nearest bfloat16 / float16 value (normal range) and returns it as a float.
+float round_bf16(float f) {
+  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return std::bit_cast<float>(u & 0xFFFF0000u);
+}
+float round_f16(float f) {
+  // 11 significant bits: round the float32 significand at bit 13; below the smallest normal
+  // half (2^-14) to zero, so that every value is a normal half.
+  if (std::abs(f) < 0x1p-14f) return 0.0f;
+  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  u += 0xFFFu + ((u >> 13) & 1u);
+  return std::bit_cast<float>(u & 0xFFFFE000u);
+}
+std::uint16_t bits_bf16(float f) { return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(f) >> 16); }
+std::uint16_t bits_f16(float f) {
+  const std::uint32_t b = std::bit_cast<std::uint32_t>(f);
+  const std::uint32_t sign = (b >> 16) & 0x8000u;
+  if ((b & 0x7fffffffu) == 0) return static_cast<std::uint16_t>(sign);
+  const int exp = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
+  return static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(exp) << 10) | ((b >> 13) & 0x3ffu));
+}
+
+struct Shape {
+  std::size_t n, d, k;
+  double offset;
+  bool duplicates;
+};
+
+// Gaussian rows (plus an offset) rounded to the 16-bit type, kept as float32.
+std::vector<float> data16(const Shape& s, bool bf16, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> X(s.n * s.d);
+  for (auto& v : X) {
+    const float x = static_cast<float>(s.offset) + 3.0f * g(rng);
+    v = bf16 ? round_bf16(x) : round_f16(x);
+  }
+  if (s.duplicates) {
+    for (std::size_t i = 1; i < s.n; i += 2) std::copy_n(X.data() + (i - 1) * s.d, s.d, X.data() + i * s.d);
+  }
+  return X;
+}
+
+class AmxKernel : public ::testing::TestWithParam<std::tuple<Shape, bool, bool>> {};
+
+// The kernel on its own against the float32 SIMD kernels and the scalar reference: centroids
+// drawn near rows (so that many rows have close second choices), shift = rounded column means.
+TEST_P(AmxKernel, BitwiseTheFloat32Kernels) {
+  if (!amx_usable()) GTEST_SKIP() << "this CPU has no AMX-BF16 (or the kernel refused the tile state)";
+  const auto [s, bf16, inner] = GetParam();
+  const std::vector<float> X = data16(s, bf16, 11 + s.n + s.d);
+  std::mt19937_64 rng(5 + s.k);
+  std::normal_distribution<double> g(0.0, 0.3);
+  std::vector<float> shift(s.d, 0.0f);
+  if (!inner) {
+    for (std::size_t j = 0; j < s.d; ++j) {
+      double m = 0;
+      for (std::size_t i = 0; i < s.n; ++i) m += X[i * s.d + j];
+      shift[j] = static_cast<float>(m / static_cast<double>(s.n));
+    }
+  }
+  std::vector<double> C(s.k * s.d);
+  for (std::size_t c = 0; c < s.k; ++c) {
+    const std::size_t r = rng() % s.n;
+    for (std::size_t j = 0; j < s.d; ++j) C[c * s.d + j] = X[r * s.d + j] - shift[j] + g(rng);
+  }
+  const detail::PointsRef<float> pts{X.data(), s.d, s.d, shift.data()};
+
+  const auto* simd = detail::kernel_tables<float>().front();
+  const auto& panel = s.k <= simd->narrow.nr ? simd->narrow : simd->wide;
+  // The panels are read with aligned loads, as the engine allocates them.
+  auto packed = hwy::AllocateAligned<float>(panel.packed_size(s.k, s.d));
+  panel.pack_centroids(C.data(), s.k, s.d, packed.get());
+  const std::size_t npanels = (s.k + panel.nr - 1) / panel.nr;
+  float* pnorms = packed.get() + npanels * panel.nr * s.d;
+  if (inner) std::fill_n(pnorms, s.k, 0.0f);
+
+  const auto& ref = detail::reference_table<float>();
+  std::vector<float> rpacked(ref.wide.packed_size(s.k, s.d));
+  ref.wide.pack_centroids(C.data(), s.k, s.d, rpacked.data());
+  if (inner) std::fill_n(rpacked.data() + s.k * s.d, s.k, 0.0f);
+
+  detail::AmxCentroids amx;
+  detail::amx_pack(C.data(), s.k, s.d, pnorms, shift.data(), !bf16, &amx);
+
+  std::vector<std::int32_t> lab_simd(s.n, -1), lab_ref(s.n, -1), lab_amx(s.n, -1);
+  std::vector<float> d_simd(s.n), d_ref(s.n), d_amx(s.n);
+  panel.assign_rows(pts, packed.get(), s.k, 0, s.n, lab_simd.data(), d_simd.data());
+  ref.wide.assign_rows(pts, rpacked.data(), s.k, 0, s.n, lab_ref.data(), d_ref.data());
+  const std::size_t before = detail::amx_rescored_pairs();
+  // Two calls over a split range: rows need not start on a block boundary.
+  const std::size_t mid = s.n / 3;
+  const std::size_t changed =
+      detail::amx_assign_rows(amx, pts, {simd->center_rows, simd->center_pad}, 0, mid, lab_amx.data(), d_amx.data()) +
+      detail::amx_assign_rows(amx, pts, {simd->center_rows, simd->center_pad}, mid, s.n, lab_amx.data(), d_amx.data());
+  const std::size_t rescored = detail::amx_rescored_pairs() - before;
+  EXPECT_EQ(changed, s.n);
+  EXPECT_EQ(lab_amx, lab_simd);
+  EXPECT_EQ(lab_amx, lab_ref);
+  EXPECT_EQ(0, std::memcmp(d_amx.data(), d_simd.data(), s.n * sizeof(float)));
+  EXPECT_GE(rescored, s.n);
+  EXPECT_LE(rescored, s.n * s.k);
+  // Data near the origin: the filter leaves a few candidates per row, not all of them.
+  if (s.offset == 0.0 && s.k >= 64) EXPECT_LT(static_cast<double>(rescored) / static_cast<double>(s.n), 4.0);
+  // Unchanged labels are counted as unchanged.
+  EXPECT_EQ(detail::amx_assign_rows(amx, pts, {simd->center_rows, simd->center_pad}, 0, s.n, lab_amx.data(), d_amx.data()), 0u);
+}
+
+const Shape kShapes[] = {
+    {1, 1, 1, 0, false},      {5, 1, 3, 0, false},     {37, 13, 6, 0, false},   {100, 33, 100, 0, false},
+    {300, 64, 1, 0, false},   {257, 128, 1000, 0, false}, {64, 2048, 40, 0, false}, {200, 31, 17, 0, true},
+    {500, 96, 64, 0, false},  {300, 40, 50, 1000, false}, {129, 8, 33, 0, true},
+};
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AmxKernel,
+                         ::testing::Combine(::testing::ValuesIn(kShapes), ::testing::Bool(), ::testing::Bool()));
+
+// Whole fits: AMX (the default for 16-bit input here) == the widening path forced by naming the
+// SIMD target == the float32 fit of the same values, bit for bit.
+void fit_three_ways(HalfType type, std::size_t n, std::size_t d, std::size_t k, Metric metric) {
+  const bool bf16 = type == HalfType::kBFloat16;
+  const auto Xd = testing::blobs<float>(n, d, k, 21 + d, 3.0);
+  std::vector<float> X(Xd.size());
+  std::vector<std::uint16_t> H(Xd.size());
+  for (std::size_t i = 0; i < X.size(); ++i) {
+    X[i] = bf16 ? round_bf16(Xd[i]) : round_f16(Xd[i]);
+    H[i] = bf16 ? bits_bf16(X[i]) : bits_f16(X[i]);
+  }
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.metric = metric;
+  o.max_iter = 10;
+  o.seed = 7;
+  const HalfView hv{H.data(), n, d, d, type};
+  const auto amx = fit(hv, o);
+  EXPECT_EQ(amx.target, "AMX_BF16");
+  o.target = available_targets().front();
+  const auto widened = fit(hv, o);
+  EXPECT_EQ(widened.target, available_targets().front());
+  const auto wide = fit(MatrixView<float>(X.data(), n, d), o);
+  for (const auto* r : {&widened, &wide}) {
+    EXPECT_EQ(amx.labels, r->labels);
+    EXPECT_EQ(0, std::memcmp(amx.centroids.data(), r->centroids.data(), amx.centroids.size() * sizeof(float)));
+    EXPECT_EQ(amx.inertia, r->inertia);
+    EXPECT_EQ(amx.n_iter, r->n_iter);
+  }
+  o.target.clear();
+  EXPECT_EQ(predict(hv, wide.centroids_view(), PredictOptions{}), wide.labels);
+}
+
+TEST(AmxFit, BFloat16EqualsWideningAndFloat32) {
+  if (!amx_usable()) GTEST_SKIP() << "no AMX-BF16 here";
+  fit_three_ways(HalfType::kBFloat16, 3000, 64, 40, Metric::kEuclidean);
+  fit_three_ways(HalfType::kBFloat16, 2000, 20, 5, Metric::kEuclidean);  // fused small-K path
+}
+
+TEST(AmxFit, Float16EqualsWideningAndFloat32) {
+  if (!amx_usable()) GTEST_SKIP() << "no AMX-BF16 here";
+  fit_three_ways(HalfType::kFloat16, 3000, 48, 70, Metric::kEuclidean);
+}
+
+TEST(AmxFit, InnerProductMetrics) {
+  if (!amx_usable()) GTEST_SKIP() << "no AMX-BF16 here";
+  fit_three_ways(HalfType::kBFloat16, 2000, 32, 30, Metric::kCosine);
+  fit_three_ways(HalfType::kFloat16, 2000, 32, 30, Metric::kDot);
+}
+
+TEST(AmxFit, ForcedTargetSwitch) {
+  const std::size_t n = 200, d = 8;
+  std::vector<std::uint16_t> H(n * d);
+  std::vector<float> X(n * d);
+  std::mt19937 rng(3);
+  for (std::size_t i = 0; i < H.size(); ++i) {
+    X[i] = static_cast<float>(static_cast<int>(rng() % 64) - 32);
+    H[i] = bits_bf16(X[i]);
+  }
+  KMeansOptions o;
+  o.n_clusters = 4;
+  o.target = "AMX_BF16";
+  // Float input has nothing for the tiles to multiply: named, not silently ignored.
+  EXPECT_THROW(fit(MatrixView<float>(X.data(), n, d), o), InvalidArgument);
+  const HalfView hv{H.data(), n, d, d, HalfType::kBFloat16};
+  if (!amx_usable()) {
+    EXPECT_THROW(fit(hv, o), InvalidArgument);
+    return;
+  }
+  EXPECT_EQ(fit(hv, o).target, "AMX_BF16");
+  // The environment variable reaches the same switch; naming a SIMD target turns AMX off.
+  o.target.clear();
+  setenv("FLASHKM_TARGET", "AMX_BF16", 1);
+  EXPECT_EQ(fit(hv, o).target, "AMX_BF16");
+  setenv("FLASHKM_TARGET", "reference", 1);
+  EXPECT_EQ(fit(hv, o).target, "reference");
+  unsetenv("FLASHKM_TARGET");
+}
+
+}  // namespace
+}  // namespace flashkm
