@@ -65,13 +65,13 @@ std::vector<float> data16(const Shape& s, bool bf16, std::uint64_t seed) {
   return X;
 }
 
-class AmxKernel : public ::testing::TestWithParam<std::tuple<Shape, bool, bool>> {};
+class AmxKernel : public ::testing::TestWithParam<std::tuple<Shape, bool, bool, std::size_t>> {};
 
 // The kernel on its own against the float32 SIMD kernels and the scalar reference: centroids
 // drawn near rows (so that many rows have close second choices), shift = rounded column means.
 TEST_P(AmxKernel, BitwiseTheFloat32Kernels) {
   if (!amx_usable()) GTEST_SKIP() << "this CPU has no AMX-BF16 (or the kernel refused the tile state)";
-  const auto [s, bf16, inner] = GetParam();
+  const auto [s, bf16, inner, pieces] = GetParam();
   const std::vector<float> X = data16(s, bf16, 11 + s.n + s.d);
   std::mt19937_64 rng(5 + s.k);
   std::normal_distribution<double> g(0.0, 0.3);
@@ -105,29 +105,39 @@ TEST_P(AmxKernel, BitwiseTheFloat32Kernels) {
   if (inner) std::fill_n(rpacked.data() + s.k * s.d, s.k, 0.0f);
 
   detail::AmxCentroids amx;
-  detail::amx_pack(C.data(), s.k, s.d, pnorms, shift.data(), !bf16, &amx);
+  detail::amx_pack(C.data(), s.k, s.d, pnorms, shift.data(), !bf16, pieces, &amx);
 
   std::vector<std::int32_t> lab_simd(s.n, -1), lab_ref(s.n, -1), lab_amx(s.n, -1);
   std::vector<float> d_simd(s.n), d_ref(s.n), d_amx(s.n);
   panel.assign_rows(pts, packed.get(), s.k, 0, s.n, lab_simd.data(), d_simd.data());
   ref.wide.assign_rows(pts, rpacked.data(), s.k, 0, s.n, lab_ref.data(), d_ref.data());
+  const detail::AmxRescore rescore{simd->center_rows, simd->center_pad, panel.assign_rows, packed.get()};
   const std::size_t before = detail::amx_rescored_pairs();
+  const std::size_t fell_before = detail::amx_fallback_rows();
   // Two calls over a split range: rows need not start on a block boundary.
   const std::size_t mid = s.n / 3;
   const std::size_t changed =
-      detail::amx_assign_rows(amx, pts, {simd->center_rows, simd->center_pad}, 0, mid, lab_amx.data(), d_amx.data()) +
-      detail::amx_assign_rows(amx, pts, {simd->center_rows, simd->center_pad}, mid, s.n, lab_amx.data(), d_amx.data());
+      detail::amx_assign_rows(amx, pts, rescore, 0, mid, lab_amx.data(), d_amx.data()) +
+      detail::amx_assign_rows(amx, pts, rescore, mid, s.n, lab_amx.data(), d_amx.data());
   const std::size_t rescored = detail::amx_rescored_pairs() - before;
+  const std::size_t fell = detail::amx_fallback_rows() - fell_before;
   EXPECT_EQ(changed, s.n);
   EXPECT_EQ(lab_amx, lab_simd);
   EXPECT_EQ(lab_amx, lab_ref);
   EXPECT_EQ(0, std::memcmp(d_amx.data(), d_simd.data(), s.n * sizeof(float)));
-  EXPECT_GE(rescored, s.n);
+  // Every row is either re-scored (at least its winner) or handed to the float32 kernels.
+  EXPECT_GE(rescored + fell, s.n);
   EXPECT_LE(rescored, s.n * s.k);
+  EXPECT_LE(fell, s.n);
   // Data near the origin: the filter leaves a few candidates per row, not all of them.
-  if (s.offset == 0.0 && s.k >= 64) EXPECT_LT(static_cast<double>(rescored) / static_cast<double>(s.n), 4.0);
+  if (s.offset == 0.0 && s.k >= 64) {
+    EXPECT_EQ(fell, 0u);
+    EXPECT_LT(static_cast<double>(rescored) / static_cast<double>(s.n), pieces == 2 ? 3.0 : 8.0);
+  }
+  // Far from the origin with one piece, the bound is wide: blocks go to the float32 kernels.
+  if (s.offset >= 1000.0 && pieces == 1 && !inner) EXPECT_GT(fell, 0u);
   // Unchanged labels are counted as unchanged.
-  EXPECT_EQ(detail::amx_assign_rows(amx, pts, {simd->center_rows, simd->center_pad}, 0, s.n, lab_amx.data(), d_amx.data()), 0u);
+  EXPECT_EQ(detail::amx_assign_rows(amx, pts, rescore, 0, s.n, lab_amx.data(), d_amx.data()), 0u);
 }
 
 const Shape kShapes[] = {
@@ -137,7 +147,8 @@ const Shape kShapes[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AmxKernel,
-                         ::testing::Combine(::testing::ValuesIn(kShapes), ::testing::Bool(), ::testing::Bool()));
+                         ::testing::Combine(::testing::ValuesIn(kShapes), ::testing::Bool(), ::testing::Bool(),
+                                            ::testing::Values(std::size_t{1}, std::size_t{2})));
 
 // Whole fits: AMX (the default for 16-bit input here) == the widening path forced by naming the
 // SIMD target == the float32 fit of the same values, bit for bit.

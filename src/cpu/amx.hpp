@@ -28,12 +28,20 @@ bool amx_usable();
 /// The target name under which the AMX path is offered and reported.
 inline constexpr const char* kAmxTargetName = "AMX_BF16";
 
+/// Pieces per centroid value the engine uses. One: on this machine the tiles are bound by
+/// tile loads (each ~3x a TDPBF16PS), so halving the depth halves the tile time, while the
+/// wider bound re-scores only ~1.3 centroids per row on 128-dimensional data
+/// (docs/PERFORMANCE.md). Two stays available to amx_pack and tested.
+inline constexpr std::size_t kAmxPieces = 1;
+
 /// Centroids prepared for the tiles, once per iteration.
 struct AmxCentroids {
   std::size_t k = 0, dim = 0;
   std::size_t kpad = 0;     // k rounded up to 32 (two 16-wide tiles at a time)
   std::size_t dpad = 0;     // dim rounded up to 32 (one tile's depth)
-  std::size_t segments = 0; // bfloat16 pieces per product (2 for bfloat16 X, 3 for float16 X)
+  std::size_t pieces = 0;   // bfloat16 pieces per centroid value: 1 (hi) or 2 (hi + lo)
+  std::size_t segments = 0; // products per score along the depth (pieces, +1 for float16 rows)
+  int seg_x[3] = {}, seg_c[3] = {};  // per segment: piece of the row, piece of the centroid
   bool fp16 = false;        // X is IEEE float16 (split into hi + lo bfloat16 while packing)
   hwy::AlignedFreeUniquePtr<std::uint16_t[]> tiles;  // [kpad/16][steps][16][32] bfloat16
   std::size_t tiles_cap = 0;
@@ -41,20 +49,27 @@ struct AmxCentroids {
   std::vector<float> cf;    // k x dim: the float32 centroids the SIMD kernels multiply with
   std::vector<float> norm;  // k: their float32 norms exactly as packed by the SIMD kernels
   double nmax = 0;          // largest ||c||
+  double delta = 0;         // largest ||c - (what the pieces carry)||
+  double lo_max = 0;        // largest ||lo piece||
   double shift_norm = 0;    // ||shift||
 };
 
 /// Prepares k centred centroids (float64, k x dim) for amx_assign_rows. `norms` are the k
 /// float32 norms the SIMD kernels packed (zeros for the inner-product metrics), `shift` the
-/// float32 centring vector.
+/// float32 centring vector; `pieces` (1 or 2) bfloat16 values carry each float32 centroid value:
+/// one piece halves the tile work and widens the filter's bound (more re-scoring).
 void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const float* norms,
-              const float* shift, bool fp16, AmxCentroids* out);
+              const float* shift, bool fp16, std::size_t pieces, AmxCentroids* out);
 
-/// The float32 side the re-scoring needs: the SIMD target's own centring of rows (its
-/// PackSliver, `pad` rows at a time) so that centred values and norms are bitwise its own.
+/// The float32 side: the SIMD target's own centring of rows (its PackSliver, `pad` rows at a
+/// time) so that re-scored pairs are bitwise its own, and its FlashAssign over its packed
+/// centroids for blocks of rows where the bound is too wide to filter.
 struct AmxRescore {
   void (*center_rows)(const PointsRef<float>& pts, std::size_t r, std::size_t m, float* out, float* xnorm);
   std::size_t pad;
+  std::size_t (*assign_rows)(const PointsRef<float>& pts, const float* packed, std::size_t k, std::size_t r0,
+                             std::size_t r1, std::int32_t* labels, float* dist);
+  const float* packed;
 };
 
 /// FlashAssign over rows [r0, r1) of `pts`, rows whose values are all exactly 16-bit floats
@@ -67,5 +82,8 @@ std::size_t amx_assign_rows(const AmxCentroids& c, const PointsRef<float>& pts, 
 /// (row, centroid) pairs re-scored in float32 by this process so far: how well the tiles filter
 /// (one per row is the least possible). For tests and benchmarks.
 std::size_t amx_rescored_pairs();
+
+/// Rows this process handed to the float32 kernels because the bound was too wide to filter.
+std::size_t amx_fallback_rows();
 
 }  // namespace flashkm::detail

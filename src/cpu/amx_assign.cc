@@ -20,7 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #define FLASHKM_HAVE_AMX 1
-#define FLASHKM_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#define FLASHKM_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,fma"), noinline))
 #else
 #define FLASHKM_HAVE_AMX 0
 #endif
@@ -29,6 +29,7 @@ namespace flashkm::detail {
 namespace {
 
 std::atomic<std::size_t> g_rescored{0};
+std::atomic<std::size_t> g_fallback{0};
 
 constexpr std::size_t kRows = 32;  // rows per block: two 16-row A tiles
 constexpr std::size_t kTileK = 32; // bfloat16 values per tile row (64 bytes)
@@ -66,14 +67,23 @@ bool amx_usable() { return false; }
 #endif
 
 void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const float* norms,
-              const float* shift, bool fp16, AmxCentroids* out) {
+              const float* shift, bool fp16, std::size_t pieces, AmxCentroids* out) {
   AmxCentroids& c = *out;
   c.k = k;
   c.dim = dim;
   c.fp16 = fp16;
+  c.pieces = pieces;
   c.kpad = (k + 31) / 32 * 32;
   c.dpad = (dim + kTileK - 1) / kTileK * kTileK;
-  c.segments = fp16 ? 3 : 2;
+  // Products per score, as (piece of the row, piece of the centroid); 0 = hi, 1 = lo. A float16
+  // row is hi + lo exactly; lo x lo is left out (inside the bound).
+  static const int kPairs[4][3][2] = {{{0, 0}}, {{0, 0}, {0, 1}}, {{0, 0}, {1, 0}}, {{0, 0}, {0, 1}, {1, 0}}};
+  const int which = (fp16 ? 2 : 0) + (pieces == 2 ? 1 : 0);
+  c.segments = fp16 ? pieces + 1 : pieces;
+  for (std::size_t s = 0; s < c.segments; ++s) {
+    c.seg_x[s] = kPairs[which][s][0];
+    c.seg_c[s] = kPairs[which][s][1];
+  }
   const std::size_t steps = c.segments * c.dpad / kTileK;
   const std::size_t need = c.kpad * c.segments * c.dpad;
   if (need > c.tiles_cap) {
@@ -85,14 +95,13 @@ void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const flo
   c.cf.resize(k * dim);
   c.norm.assign(norms, norms + k);
   c.nmax = 0;
+  c.delta = 0;
+  c.lo_max = 0;
   double sn = 0;
   for (std::size_t j = 0; j < dim; ++j) sn += static_cast<double>(shift[j]) * shift[j];
   c.shift_norm = std::sqrt(sn);
-  // Segment s of the concatenated depth holds piece seg_piece[s] of the centroid (0 = hi,
-  // 1 = lo); the rows of X are packed with the matching pieces (amx_assign_rows).
-  const int seg_piece[3] = {0, 1, 0};
   for (std::size_t ci = 0; ci < k; ++ci) {
-    double n2 = 0, sdot = 0;
+    double n2 = 0, sdot = 0, d2 = 0, lo2 = 0;
     const std::size_t ct = ci / 16, col = ci % 16;
     for (std::size_t j = 0; j < dim; ++j) {
       const float v = static_cast<float>(centroids[ci * dim + j]);
@@ -105,14 +114,21 @@ void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const flo
         const float rest = v - from_bf16(piece[0]);  // exact
         piece[1] = std::isfinite(rest) ? to_bf16(rest) : 0;
       }
+      // What the tiles multiply with, against the float32 value: exact in float64.
+      const double carried = from_bf16(piece[0]) + (pieces == 2 ? static_cast<double>(from_bf16(piece[1])) : 0.0);
+      const double miss = static_cast<double>(v) - carried;
+      d2 += std::isfinite(miss) ? miss * miss : std::numeric_limits<double>::infinity();
+      lo2 += static_cast<double>(from_bf16(piece[1])) * from_bf16(piece[1]);
       for (std::size_t s = 0; s < c.segments; ++s) {
         const std::size_t depth = s * c.dpad + j;  // position in the concatenated depth
         const std::size_t step = depth / kTileK, within = depth % kTileK;
         // Tile layout for TDPBF16PS: row r holds the pairs (2r, 2r+1) of every column.
-        c.tiles[((ct * steps + step) * 16 + within / 2) * 32 + 2 * col + within % 2] = piece[seg_piece[s]];
+        c.tiles[((ct * steps + step) * 16 + within / 2) * 32 + 2 * col + within % 2] = piece[c.seg_c[s]];
       }
     }
     c.nmax = std::max(c.nmax, std::sqrt(n2));
+    c.delta = std::max(c.delta, std::sqrt(d2));
+    c.lo_max = std::max(c.lo_max, std::sqrt(lo2));
     c.bias[ci] = static_cast<float>(static_cast<double>(norms[ci]) + 2.0 * sdot);
   }
 }
@@ -142,7 +158,15 @@ FLASHKM_AMX void tile_scores(const AmxCentroids& c, const std::uint16_t* a, std:
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
+    // The next pair of centroid tiles (2 x steps KiB) is fetched into L1 while this one is
+    // multiplied: tile loads that miss L1 stall the tiles far longer than they compute.
+    const char* next = reinterpret_cast<const char*>(b1 + steps * 512);
+    const std::size_t next_lines = ct + 2 < c.kpad / 16 ? 2 * steps * 16 : 0;
+    const std::size_t per_step = (next_lines + steps - 1) / steps;
     for (std::size_t st = 0; st < steps; ++st) {
+      for (std::size_t l = st * per_step; l < std::min(next_lines, (st + 1) * per_step); ++l) {
+        _mm_prefetch(next + l * 64, _MM_HINT_T0);
+      }
       _tile_loadd(4, a + st * kTileK, lda);
       _tile_loadd(5, a1 + st * kTileK, lda);
       _tile_loadd(6, b0 + st * 512, 64);
@@ -172,12 +196,15 @@ FLASHKM_AMX std::size_t filter_row(const AmxCentroids& c, const float* srow, dou
   }
   const float amin = _mm512_reduce_min_ps(vmin);
   // |tile score - float32 kernel score| <= e for every centroid (docs/KERNELS.md, "AMX"):
-  // rounding of n float32 additions on each side, the float32 kernels' centring and norms,
-  // and the 2^-16 relative error of a centroid carried as two bfloat16 values.
+  // rounding of n float32 additions on each side and of the float32 kernels' centring and
+  // norms (twice the worst case), the centroids' part the bfloat16 pieces do not carry
+  // (||x|| ||c - pieces||, Cauchy-Schwarz), lo x lo of float16 rows, and flushed subnormals.
   const double n = static_cast<double>(c.segments * c.dpad);
   const double N = c.nmax;
   const double g = (2 * n + 2 * static_cast<double>(c.dim) + 16) * 0x1p-24 * 1.01;
-  const double e = 2 * (g * (N * N + 2 * xc * N + 2 * c.shift_norm * N) + (g + 0x1p-15) * 2 * xu * N) +
+  const double lolo = c.fp16 && c.pieces == 2 ? 0x1p-8 * xu * c.lo_max : 0.0;
+  const double e = 2 * g * (N * N + 2 * xc * N + 2 * c.shift_norm * N + 2 * xu * N) +
+                   2 * (xu * c.delta + lolo) * (1 + 0x1p-20) +
                    0x1p-100 * (n + std::sqrt(static_cast<double>(c.dim)) * (xu + N) + 1);
   const double thr = static_cast<double>(amin) + 2 * e;
   // Far below float32's range the tile scores cannot overflow; beyond it, or when the smallest
@@ -229,26 +256,41 @@ FLASHKM_AMX void rescore(const AmxCentroids& c, const float* xc, const std::uint
   }
 }
 
-// Rows of X into the A operand, one segment per centroid piece: bfloat16 rows twice (against
-// hi and lo); float16 rows as hi, hi, lo (against hi, lo, hi; lo x lo is below the bound).
+// Rows of X into the A operand, one segment per product (amx_pack's pairs).
+// Round to nearest even bfloat16 of 16 finite floats, as the low halves of 16 int32 lanes.
+FLASHKM_AMX inline __m512i bf16_rne(__m512i u) {
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  return _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd)), 16);
+}
+
 FLASHKM_AMX void pack_rows(const AmxCentroids& c, const PointsRef<float>& pts, std::size_t r, std::size_t m,
                            std::uint16_t* a, std::size_t a_stride) {
-  std::fill_n(a, kRows * a_stride, std::uint16_t{0});
-  for (std::size_t i = 0; i < m; ++i) {
-    const float* x = pts.x + (r + i) * pts.stride;
+  for (std::size_t i = 0; i < kRows; ++i) {
     std::uint16_t* dst = a + i * a_stride;
-    if (!c.fp16) {
-      for (std::size_t j = 0; j < c.dim; ++j) {
-        const std::uint16_t h = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x[j]) >> 16);
-        dst[j] = h;
-        dst[c.dpad + j] = h;
+    if (i >= m) {
+      std::fill_n(dst, a_stride, std::uint16_t{0});
+      continue;
+    }
+    const float* x = pts.x + (r + i) * pts.stride;
+    for (std::size_t j = 0; j < c.dpad; j += 16) {
+      // The row's 16-bit pieces: bfloat16 rows are their float32 values' upper halves (exact);
+      // float16 rows are hi + lo, both bfloat16 (exact: float16 has 11 significant bits).
+      const __mmask16 live = j + 16 <= c.dim ? __mmask16(0xFFFF)
+                             : j < c.dim     ? static_cast<__mmask16>((1u << (c.dim - j)) - 1)
+                                             : __mmask16(0);
+      const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(live, x + j));
+      __m256i piece[2];
+      if (!c.fp16) {
+        piece[0] = _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16));
+        piece[1] = _mm256_setzero_si256();
+      } else {
+        const __m512i hi = bf16_rne(u);
+        const __m512 rest = _mm512_sub_ps(_mm512_castsi512_ps(u), _mm512_castsi512_ps(_mm512_slli_epi32(hi, 16)));
+        piece[0] = _mm512_cvtepi32_epi16(hi);
+        piece[1] = _mm512_cvtepi32_epi16(bf16_rne(_mm512_castps_si512(rest)));
       }
-    } else {
-      for (std::size_t j = 0; j < c.dim; ++j) {
-        const std::uint16_t hi = to_bf16(x[j]);
-        dst[j] = hi;
-        dst[c.dpad + j] = hi;
-        dst[2 * c.dpad + j] = to_bf16(x[j] - from_bf16(hi));  // exact: float16 has 11 bits
+      for (std::size_t sg = 0; sg < c.segments; ++sg) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + sg * c.dpad + j), piece[c.seg_x[sg]]);
       }
     }
   }
@@ -275,7 +317,7 @@ FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<f
   std::vector<float> score(prow.size());
   std::size_t row_first[kRows + 1];
 
-  std::size_t changed = 0, pairs = 0;
+  std::size_t changed = 0, pairs = 0, fallback_rows = 0;
   for (std::size_t rb = r0; rb < r1; rb += kRows) {
     const std::size_t m = std::min(kRows, r1 - rb);
     pack_rows(c, pts, rb, m, a.get(), a_stride);
@@ -283,16 +325,22 @@ FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<f
     tile_scores(c, a.get(), a_stride, s.get());
     std::size_t np = 0;
     for (std::size_t i = 0; i < m; ++i) {
-      const float* x = pts.x + (rb + i) * pts.stride;
-      double xu2 = 0;
-      for (std::size_t j = 0; j < dim; ++j) xu2 += static_cast<double>(x[j]) * x[j];
       const double xcn = std::sqrt(static_cast<double>(xnorm[i])) * (1 + 0x1p-20);
+      // ||x|| <= ||x - shift|| + ||shift||: no second pass over the row.
+      const double xu = (xcn + c.shift_norm) * (1 + 0x1p-20);
       row_first[i] = np;
-      const std::size_t nc = filter_row(c, s.get() + i * c.kpad, std::sqrt(xu2), xcn, pcen.data() + np);
+      const std::size_t nc = filter_row(c, s.get() + i * c.kpad, xu, xcn, pcen.data() + np);
       for (std::size_t t = 0; t < nc; ++t) prow[np + t] = static_cast<std::uint32_t>(i);
       np += nc;
     }
     row_first[m] = np;
+    if (np > m * std::max<std::size_t>(4, c.k / 8)) {
+      // The bound is too wide to filter (data far from the origin: the tiles see raw rows):
+      // the float32 kernels score the block, bitwise the same result.
+      changed += rs.assign_rows(pts, rs.packed, c.k, rb, rb + m, labels, dist);
+      fallback_rows += m;
+      continue;
+    }
     rescore(c, xc.get(), prow.data(), pcen.data(), np, score.data());
     pairs += np;
     for (std::size_t i = 0; i < m; ++i) {
@@ -312,6 +360,7 @@ FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<f
   }
   _tile_release();
   g_rescored.fetch_add(pairs, std::memory_order_relaxed);
+  g_fallback.fetch_add(fallback_rows, std::memory_order_relaxed);
   return changed;
 }
 
@@ -332,5 +381,6 @@ std::size_t amx_assign_rows(const AmxCentroids&, const PointsRef<float>&, const 
 #endif
 
 std::size_t amx_rescored_pairs() { return g_rescored.load(std::memory_order_relaxed); }
+std::size_t amx_fallback_rows() { return g_fallback.load(std::memory_order_relaxed); }
 
 }  // namespace flashkm::detail

@@ -242,7 +242,7 @@ class CpuEngine final : public Engine<T> {
       if (amx_mode_) {
         const std::size_t npanels = (k + panel_->nr - 1) / panel_->nr;
         amx_pack(centroids, k, dim_, packed_.get() + npanels * panel_->nr * dim_, shift_t_.data(),
-                 amx_mode_ == 2, &amx_);
+                 amx_mode_ == 2, kAmxPieces, &amx_);
       }
     }
   }
@@ -393,7 +393,9 @@ class CpuEngine final : public Engine<T> {
   std::size_t assign_rows(const PointsRef<T>& pts, std::size_t a, std::size_t b, std::int32_t* lab, T* dst) {
     if constexpr (std::is_same_v<T, float>) {
       if (amx_mode_) {
-        return amx_assign_rows(amx_, pts, AmxRescore{table_->center_rows, table_->center_pad}, a, b, lab, dst);
+        return amx_assign_rows(amx_, pts,
+                               AmxRescore{table_->center_rows, table_->center_pad, panel_->assign_rows, packed_.get()},
+                               a, b, lab, dst);
       }
     }
     return panel_->assign_rows(pts, packed_.get(), k_, a, b, lab, dst);
