@@ -145,8 +145,12 @@ struct alignas(64) TileConfig {
 };
 
 // Scores of a block of 32 packed rows against all centroids: s[i * kpad + c] = x_i . c (the
-// pieces' sum), by tiles of 32 x 32 (four accumulators, two A and two B tiles).
-FLASHKM_AMX void tile_scores(const AmxCentroids& c, const std::uint16_t* a, std::size_t a_stride, float* s) {
+// pieces' sum), by tiles of 32 x 32 (four accumulators, two A and two B tiles); rowmin[i * 16
+// + lane] = the smallest bias - 2 s over the lane's centroids.
+FLASHKM_AMX void tile_scores(const AmxCentroids& c, const std::uint16_t* a, std::size_t a_stride, float* s,
+                             float* rowmin) {
+  const __m512 m2 = _mm512_set1_ps(-2.0f);
+  for (std::size_t r = 0; r < kRows; ++r) _mm512_store_ps(rowmin + r * 16, _mm512_set1_ps(std::numeric_limits<float>::infinity()));
   const std::size_t steps = c.segments * c.dpad / kTileK;
   const std::size_t ld = c.kpad * sizeof(float);
   const std::size_t lda = a_stride * sizeof(std::uint16_t);
@@ -158,15 +162,7 @@ FLASHKM_AMX void tile_scores(const AmxCentroids& c, const std::uint16_t* a, std:
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    // The next pair of centroid tiles (2 x steps KiB) is fetched into L1 while this one is
-    // multiplied: tile loads that miss L1 stall the tiles far longer than they compute.
-    const char* next = reinterpret_cast<const char*>(b1 + steps * 512);
-    const std::size_t next_lines = ct + 2 < c.kpad / 16 ? 2 * steps * 16 : 0;
-    const std::size_t per_step = (next_lines + steps - 1) / steps;
     for (std::size_t st = 0; st < steps; ++st) {
-      for (std::size_t l = st * per_step; l < std::min(next_lines, (st + 1) * per_step); ++l) {
-        _mm_prefetch(next + l * 64, _MM_HINT_T0);
-      }
       _tile_loadd(4, a + st * kTileK, lda);
       _tile_loadd(5, a1 + st * kTileK, lda);
       _tile_loadd(6, b0 + st * 512, 64);
@@ -180,21 +176,25 @@ FLASHKM_AMX void tile_scores(const AmxCentroids& c, const std::uint16_t* a, std:
     _tile_stored(1, s + ct * 16 + 16, ld);
     _tile_stored(2, s + 16 * c.kpad + ct * 16, ld);
     _tile_stored(3, s + 16 * c.kpad + ct * 16 + 16, ld);
+    // The rows' running minima of bias - 2 x.c while the tiles just stored are in L1.
+    const __m512 b0v = _mm512_loadu_ps(c.bias.data() + ct * 16);
+    const __m512 b1v = _mm512_loadu_ps(c.bias.data() + ct * 16 + 16);
+    for (std::size_t r = 0; r < kRows; ++r) {
+      const float* sr = s + r * c.kpad + ct * 16;
+      const __m512 v0 = _mm512_fmadd_ps(_mm512_loadu_ps(sr), m2, b0v);
+      const __m512 v1 = _mm512_fmadd_ps(_mm512_loadu_ps(sr + 16), m2, b1v);
+      _mm512_store_ps(rowmin + r * 16, _mm512_min_ps(_mm512_load_ps(rowmin + r * 16), _mm512_min_ps(v0, v1)));
+    }
   }
 }
 
 // Tile scores of one row (bias - 2 x.c): the smallest, then the indices of all centroids
 // within `width` of it written to cand; returns their number, or every index when the
 // smallest is not finite (overflow: the float32 kernels decide alone).
-FLASHKM_AMX std::size_t filter_row(const AmxCentroids& c, const float* srow, double xu, double xc,
-                                   std::uint32_t* cand) {
+FLASHKM_AMX std::size_t filter_row(const AmxCentroids& c, const float* srow, const float* rowmin, double xu,
+                                   double xc, std::uint32_t* cand) {
   const __m512 m2 = _mm512_set1_ps(-2.0f);
-  __m512 vmin = _mm512_set1_ps(std::numeric_limits<float>::infinity());
-  for (std::size_t j = 0; j < c.kpad; j += 16) {
-    const __m512 a = _mm512_fmadd_ps(_mm512_loadu_ps(srow + j), m2, _mm512_loadu_ps(c.bias.data() + j));
-    vmin = _mm512_min_ps(vmin, a);
-  }
-  const float amin = _mm512_reduce_min_ps(vmin);
+  const float amin = _mm512_reduce_min_ps(_mm512_load_ps(rowmin));
   // |tile score - float32 kernel score| <= e for every centroid (docs/KERNELS.md, "AMX"):
   // rounding of n float32 additions on each side and of the float32 kernels' centring and
   // norms (twice the worst case), the centroids' part the bfloat16 pieces do not carry
@@ -313,8 +313,11 @@ FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<f
   auto s = hwy::AllocateAligned<float>(kRows * c.kpad);
   auto xc = hwy::AllocateAligned<float>(xrows * dim);
   auto xnorm = hwy::AllocateAligned<float>(xrows);
-  std::vector<std::uint32_t> prow(kRows * std::max<std::size_t>(c.kpad, 1)), pcen(prow.size());
-  std::vector<float> score(prow.size());
+  auto rowmin = hwy::AllocateAligned<float>(kRows * 16);
+  const std::size_t max_pairs = kRows * c.kpad;
+  auto prow = hwy::AllocateAligned<std::uint32_t>(max_pairs);
+  auto pcen = hwy::AllocateAligned<std::uint32_t>(max_pairs);
+  auto score = hwy::AllocateAligned<float>(max_pairs);
   std::size_t row_first[kRows + 1];
 
   std::size_t changed = 0, pairs = 0, fallback_rows = 0;
@@ -322,14 +325,14 @@ FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<f
     const std::size_t m = std::min(kRows, r1 - rb);
     pack_rows(c, pts, rb, m, a.get(), a_stride);
     rs.center_rows(pts, rb, m, xc.get(), xnorm.get());
-    tile_scores(c, a.get(), a_stride, s.get());
+    tile_scores(c, a.get(), a_stride, s.get(), rowmin.get());
     std::size_t np = 0;
     for (std::size_t i = 0; i < m; ++i) {
       const double xcn = std::sqrt(static_cast<double>(xnorm[i])) * (1 + 0x1p-20);
       // ||x|| <= ||x - shift|| + ||shift||: no second pass over the row.
       const double xu = (xcn + c.shift_norm) * (1 + 0x1p-20);
       row_first[i] = np;
-      const std::size_t nc = filter_row(c, s.get() + i * c.kpad, xu, xcn, pcen.data() + np);
+      const std::size_t nc = filter_row(c, s.get() + i * c.kpad, rowmin.get() + i * 16, xu, xcn, pcen.get() + np);
       for (std::size_t t = 0; t < nc; ++t) prow[np + t] = static_cast<std::uint32_t>(i);
       np += nc;
     }
@@ -341,7 +344,7 @@ FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<f
       fallback_rows += m;
       continue;
     }
-    rescore(c, xc.get(), prow.data(), pcen.data(), np, score.data());
+    rescore(c, xc.get(), prow.get(), pcen.get(), np, score.get());
     pairs += np;
     for (std::size_t i = 0; i < m; ++i) {
       float best = std::numeric_limits<float>::infinity();
