@@ -3,7 +3,9 @@
 // equal the widening path and the float32 fit; the forced-target switch selects the path.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cpuid.h>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -198,6 +200,21 @@ TEST(AmxFit, InnerProductMetrics) {
   if (!amx_usable()) GTEST_SKIP() << "no AMX-BF16 here";
   fit_three_ways(HalfType::kBFloat16, 2000, 32, 30, Metric::kCosine);
   fit_three_ways(HalfType::kFloat16, 2000, 32, 30, Metric::kDot);
+}
+
+TEST(AmxFit, HalfTargetsListAmxFirstWhereUsable) {
+  const auto names = available_half_targets();
+  const auto simd = available_targets();
+  ASSERT_EQ(names.size(), simd.size() + (amx_usable() ? 1 : 0));
+  EXPECT_TRUE(std::equal(simd.begin(), simd.end(), names.end() - static_cast<std::ptrdiff_t>(simd.size())));
+  if (amx_usable()) EXPECT_EQ(names.front(), "AMX_BF16");
+  // Where the CPU reports AMX-BF16, Linux should grant the tile state: if this fails, the
+  // AMX path silently never runs here.
+  if (__builtin_cpu_supports("avx512f")) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __get_cpuid_count(7, 0, &a, &b, &c, &d);
+    if (((d >> 22) & 1u) && ((d >> 24) & 1u)) EXPECT_TRUE(amx_usable());
+  }
 }
 
 TEST(AmxFit, ForcedTargetSwitch) {

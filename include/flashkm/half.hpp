@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "flashkm/matrix_view.hpp"
@@ -30,8 +31,17 @@ struct HalfView {
 /// chunk (~16 MiB of float32 rows) at a time as each pass reads them, so memory holds X in 16
 /// bits plus one chunk; products accumulate in float32, centroid sums in float64, centroids come
 /// back in float32. The result is bitwise the float32 fit of the widened rows (the widening is
-/// exact). Norms are float32: no overflow for rows whose squared norm exceeds 65504.
+/// exact), on AMX tiles too (available_half_targets()). Norms are float32: no overflow for rows
+/// whose squared norm exceeds 65504.
 KMeansResult<float> fit(HalfView X, const KMeansOptions& options);
+
+/// The targets a fit or predict on 16-bit input can run, best first (the first is the default):
+/// "AMX_BF16" where the CPU has AMX-BF16 and the kernel grants the tile state -- FlashAssign on
+/// AMX tiles, whose scores only filter the centroids, the float32 kernels deciding, so results
+/// stay bitwise those of the widening path -- then available_targets(), whose kernels run on
+/// rows widened to float32. Forcing "AMX_BF16" (option or FLASHKM_TARGET) on float32 or
+/// float64 input throws InvalidArgument.
+std::vector<std::string> available_half_targets();
 
 /// Nearest of the float32 centroids for every half-precision row (one streamed pass).
 std::vector<std::int32_t> predict(HalfView X, MatrixView<float> centroids, const PredictOptions& options = {});

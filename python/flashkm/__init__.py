@@ -7,10 +7,11 @@ for any number of threads).
 """
 
 from ._batch import batch_kmeans
-from ._core import available_targets, default_target
+from ._core import available_half_targets, available_targets, default_target
 from ._kmeans import KMeans
 from ._minibatch import MiniBatchKMeans
 
-__all__ = ["KMeans", "MiniBatchKMeans", "batch_kmeans", "available_targets", "default_target",
+__all__ = ["KMeans", "MiniBatchKMeans", "batch_kmeans", "available_targets", "available_half_targets",
+           "default_target",
            "__version__"]
 __version__ = "0.1.0"

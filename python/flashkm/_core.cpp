@@ -320,5 +320,6 @@ NB_MODULE(_core, m) {
   m.def("predict_half", &predict_half, "X"_a, "kind"_a, "centroids"_a, "n_threads"_a, "target"_a,
         "metric"_a = "euclidean");
   m.def("available_targets", &flashkm::available_targets);
+  m.def("available_half_targets", &flashkm::available_half_targets);
   m.def("default_target", &flashkm::default_target);
 }

@@ -271,3 +271,31 @@ def test_half_precision_input_matches_float32_without_a_copy(kind):
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert a.inertia_ == b.inertia_
     np.testing.assert_array_equal(b.predict(X16), a.labels_)
+
+
+@pytest.mark.parametrize("kind", ["float16", "bfloat16"])
+def test_half_targets_amx_and_widening_agree_bitwise(kind, monkeypatch):
+    """Non-integer 16-bit data, K = 100, D = 96: FlashAssign on AMX tiles (where the CPU has
+    it) gives the bytes of the widening float32 kernels and of the float32 fit."""
+    import ml_dtypes
+    targets = flashkm.available_half_targets()
+    assert targets[-len(flashkm.available_targets()):] == flashkm.available_targets()
+    rng = np.random.default_rng(8)
+    dtype = np.float16 if kind == "float16" else ml_dtypes.bfloat16
+    X16 = (rng.normal(size=(6000, 96)) * 2).astype(dtype)
+    X32 = X16.astype(np.float32)
+    simd = flashkm.available_targets()[0]
+    fits = {}
+    for target in [t for t in targets if t in ("AMX_BF16", simd)]:
+        monkeypatch.setenv("FLASHKM_TARGET", target)
+        fits[target] = flashkm.KMeans(100, n_init=1, init="random", random_state=3, max_iter=15).fit(X16)
+    monkeypatch.setenv("FLASHKM_TARGET", simd)
+    ref = flashkm.KMeans(100, n_init=1, init="random", random_state=3, max_iter=15).fit(X32)
+    for km in fits.values():
+        np.testing.assert_array_equal(km.cluster_centers_, ref.cluster_centers_)
+        np.testing.assert_array_equal(km.labels_, ref.labels_)
+        assert km.inertia_ == ref.inertia_ and km.n_iter_ == ref.n_iter_
+    if "AMX_BF16" in targets:
+        monkeypatch.setenv("FLASHKM_TARGET", "AMX_BF16")
+        with pytest.raises(ValueError, match="AMX_BF16"):
+            flashkm.KMeans(4, n_init=1).fit(X32)

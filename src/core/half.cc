@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/half_source.hpp"
+#include "cpu/amx.hpp"
 #include "cpu/half_convert.hpp"
 #include "flashkm/half.hpp"
 #include "flashkm/kmeans.hpp"
@@ -56,6 +57,13 @@ class HalfSource final : public RowSource<float>, public detail::HalfBacked {
 KMeansResult<float> fit(HalfView X, const KMeansOptions& options) {
   HalfSource source(X);
   return fit(source, options);
+}
+
+std::vector<std::string> available_half_targets() {
+  std::vector<std::string> out;
+  if (detail::amx_usable()) out.emplace_back(detail::kAmxTargetName);
+  for (auto& t : available_targets()) out.push_back(std::move(t));
+  return out;
 }
 
 std::vector<std::int32_t> predict(HalfView X, MatrixView<float> centroids, const PredictOptions& options) {
