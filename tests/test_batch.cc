@@ -1,7 +1,10 @@
 // fit_batch: every member bitwise equal to its solo fit; shapes checked up front; member errors named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <stdexcept>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -172,6 +175,54 @@ void expect_error(Fn fn, std::initializer_list<const char*> fragments) {
   }
 }
 
+// The progress callback: called for every member's iterations, never twice at once; false
+// stops every member; an exception stops them and comes out of fit_batch.
+TEST(BatchCallback, SeesEveryMemberSerialisedAndStopsThemAll) {
+  const std::size_t batch = 5, n = 300, d = 6, k = 4;
+  const auto X = batch_blobs<float>(batch, n, d, k);
+  const BatchView<float> view{X.data(), batch, n, d};
+  for (int threads : {1, 2, 8}) {
+    KMeansOptions o;
+    o.n_clusters = k;
+    o.n_threads = threads;
+    o.max_iter = 30;
+    std::vector<std::size_t> calls(batch, 0);
+    std::atomic<int> inside{0};
+    std::atomic<int> most_inside{0};
+    o.callback = [&](const IterationStats& s) {
+      const int now = ++inside;
+      most_inside = std::max(most_inside.load(), now);
+      ++calls.at(s.member);
+      --inside;
+      return true;
+    };
+    const auto all = fit_batch(view, o);
+    for (std::size_t b = 0; b < batch; ++b) {
+      EXPECT_EQ(calls[b], all[b].history.size()) << "member " << b << ", " << threads << " threads";
+      EXPECT_NE(all[b].stop_reason, StopReason::kCallback);
+    }
+    EXPECT_EQ(most_inside.load(), 1);
+
+    // The first answer "stop" reaches every member, and the callback is not asked again.
+    int total = 0;
+    o.callback = [&](const IterationStats&) {
+      ++total;
+      return false;
+    };
+    for (const auto& r : fit_batch(view, o)) {
+      EXPECT_EQ(r.stop_reason, StopReason::kCallback);
+      EXPECT_EQ(r.n_iter, 1);
+    }
+    EXPECT_EQ(total, 1);
+
+    o.callback = [&](const IterationStats& s) -> bool {
+      if (s.member == 3) throw std::runtime_error("stop at member 3");
+      return true;
+    };
+    EXPECT_THROW(fit_batch(view, o), std::runtime_error);
+  }
+}
+
 class BatchErrorsTest : public ::testing::Test {
  protected:
   static constexpr std::size_t batch = 6, n = 40, d = 4, k = 3;
@@ -216,9 +267,6 @@ TEST_F(BatchErrorsTest, ExplicitInitOfTheWrongShape) {
 }
 
 TEST_F(BatchErrorsTest, UnsupportedOptions) {
-  o.callback = [](const IterationStats&) { return true; };
-  expect_error<InvalidArgument>([&] { fit_batch(view(), o); }, {"callback"});
-  o.callback = {};
   const std::vector<double> w(n, 1.0);
   o.sample_weight = w;
   expect_error<InvalidArgument>([&] { fit_batch(view(), o); }, {"sample_weight has 40 values", "6 x 40 rows"});

@@ -33,8 +33,10 @@ struct BatchView {
 ///   `init_centroids`, a B x K x D batch (member b's K x D start); `options.init_centroids`
 ///   must then be left empty. `init_centroids` must be empty for the other init methods.
 /// - `options.sample_weight`: empty, or B * N weights, member b's at [b * N, (b + 1) * N).
-/// - `options.callback` is not supported (InvalidArgument): members may run on several
-///   threads at once and their iterations interleave.
+/// - `options.callback` is called after every iteration of every member, with the member in
+///   `IterationStats::member`; calls are serialised (never two at once) but members' iterations
+///   interleave. Returning false -- or throwing -- stops every member at its next iteration
+///   (StopReason::kCallback); an exception is then rethrown by fit_batch.
 /// - Threads: with T = options.n_threads (0 = all cores), B >= T members run in parallel, one
 ///   thread each; fewer members run one after another, each with T threads.
 /// - Errors: shapes and options are checked up front (B, N, D >= 1, 1 <= K <= N, ...) and

@@ -49,6 +49,7 @@ struct IterationStats {
   std::size_t empty_relocated = 0;///< empty clusters moved to far points in this iteration
   double seconds = 0;             ///< wall time of the iteration
   int init_run = 0;               ///< which of the n_init runs this iteration belongs to
+  std::size_t member = 0;         ///< which batch member (fit_batch); 0 for fit
 };
 
 /// Called after every iteration; return false to stop the run (StopReason::kCallback).

@@ -253,6 +253,9 @@ nb::dict batch_fit(const Batch<T>& X, std::size_t n_clusters, const std::string&
   o.tol = tol;
   o.seed = seed;
   o.n_threads = n_threads;
+  // Ctrl-C stops every member between iterations (KeyboardInterrupt).
+  const std::optional<nb::callable> no_callback;
+  o.callback = python_callback(no_callback);
   const std::size_t b = X.shape(0), n = X.shape(1), d = X.shape(2);
   std::vector<std::int32_t> labels;
   std::vector<T> centroids;

@@ -130,3 +130,22 @@ def test_nan_error_names_the_member(n_threads):
     C0[1, 2, 0] = np.inf
     with pytest.raises(ValueError, match="member 1: init_centroids contains inf at row 2, column 0"):
         flashkm.batch_kmeans(batch(b=5), 4, init=C0, n_threads=n_threads)
+
+
+def test_ctrl_c_stops_a_batch():
+    """SIGINT during batch_kmeans raises KeyboardInterrupt between iterations."""
+    import os
+    import signal
+    import threading
+    import time
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4, 200_000, 32)).astype(np.float32)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            flashkm.batch_kmeans(X, 256, init="random", max_iter=100_000, tol=0, random_state=0)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 30

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <exception>
 #include <limits>
 #include <string>
@@ -26,9 +27,6 @@ void check_batch(BatchView<T> X, const KMeansOptions& options, BatchView<T> init
   if (X.rows * X.cols > std::numeric_limits<std::size_t>::max() / X.batch) {
     throw InvalidArgument("X of " + std::to_string(X.batch) + " x " + std::to_string(X.rows) +
                           " x " + std::to_string(X.cols) + " values overflows size_t");
-  }
-  if (options.callback) {
-    throw InvalidArgument("fit_batch does not support a progress callback (members run concurrently)");
   }
   if (!options.sample_weight.empty() && options.sample_weight.size() != X.batch * X.rows) {
     throw InvalidArgument("sample_weight has " + std::to_string(options.sample_weight.size()) +
@@ -83,6 +81,13 @@ std::exception_ptr fit_member(BatchView<T> X, const KMeansOptions& options, Batc
       o.n_threads = n_threads;
       if (init.data != nullptr) o.init_centroids = init.member(b);
       if (!o.sample_weight.empty()) o.sample_weight = o.sample_weight.subspan(b * X.rows, X.rows);
+      if (options.callback) {
+        o.callback = [&options, b](const IterationStats& s) {
+          IterationStats t = s;
+          t.member = b;
+          return options.callback(t);
+        };
+      }
       out = fit(X.member(b), o);
     } catch (const InvalidData& e) {
       throw InvalidData(prefix + e.what());
@@ -103,6 +108,24 @@ template <class T>
 std::vector<KMeansResult<T>> fit_batch(BatchView<T> X, const KMeansOptions& options,
                                        BatchView<T> init_centroids) {
   check_batch(X, options, init_centroids);
+  // The caller's callback, serialised, and once it said stop (or threw) every member stops.
+  KMeansOptions opts = options;
+  std::mutex callback_mutex;
+  std::atomic<bool> stop{false};
+  if (options.callback) {
+    opts.callback = [&](const IterationStats& s) {
+      if (stop.load(std::memory_order_relaxed)) return false;
+      std::lock_guard<std::mutex> lock(callback_mutex);
+      if (stop.load(std::memory_order_relaxed)) return false;
+      try {
+        if (!options.callback(s)) stop.store(true, std::memory_order_relaxed);
+      } catch (...) {
+        stop.store(true, std::memory_order_relaxed);
+        throw;
+      }
+      return !stop.load(std::memory_order_relaxed);
+    };
+  }
   const std::size_t batch = X.batch;
   const int threads = options.n_threads > 0 ? options.n_threads : omp_get_max_threads();
   std::vector<KMeansResult<T>> results(batch);
@@ -116,7 +139,7 @@ std::vector<KMeansResult<T>> fit_batch(BatchView<T> X, const KMeansOptions& opti
     for (std::size_t b = 0; b < batch; ++b) {
       // A member after a failed one cannot change which error is reported: skip it.
       if (b > first_failed.load(std::memory_order_relaxed)) continue;
-      errors[b] = fit_member(X, options, init_centroids, b, 1, results[b]);
+      errors[b] = fit_member(X, opts, init_centroids, b, 1, results[b]);
       if (errors[b]) {
         std::size_t seen = first_failed.load(std::memory_order_relaxed);
         while (b < seen && !first_failed.compare_exchange_weak(seen, b, std::memory_order_relaxed)) {
@@ -125,7 +148,7 @@ std::vector<KMeansResult<T>> fit_batch(BatchView<T> X, const KMeansOptions& opti
     }
   } else {
     for (std::size_t b = 0; b < batch; ++b) {
-      errors[b] = fit_member(X, options, init_centroids, b, options.n_threads, results[b]);
+      errors[b] = fit_member(X, opts, init_centroids, b, options.n_threads, results[b]);
       if (errors[b]) break;
     }
   }
