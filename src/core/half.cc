@@ -1,4 +1,6 @@
 // Half-precision input: a RowSource that widens 16-bit rows to float32 a chunk at a time.
+#include <omp.h>
+
 #include <algorithm>
 #include <string>
 
@@ -13,7 +15,8 @@ namespace {
 
 class HalfSource final : public RowSource<float>, public detail::HalfBacked {
  public:
-  explicit HalfSource(HalfView x) : x_(x) {
+  // Widens each chunk on n_threads threads (0 = all cores), as the fit computes.
+  HalfSource(HalfView x, int n_threads) : x_(x), threads_(n_threads > 0 ? n_threads : omp_get_max_threads()) {
     if (x.data == nullptr) throw InvalidArgument("X: data pointer is null");
     if (x.rows == 0 || x.cols == 0) {
       throw InvalidArgument("X has shape " + std::to_string(x.rows) + " x " + std::to_string(x.cols) +
@@ -34,7 +37,9 @@ class HalfSource final : public RowSource<float>, public detail::HalfBacked {
     *first = next_;
     const std::size_t m = std::min(chunk_, x_.rows - next_);
     buf_.resize(m * x_.cols);
-    for (std::size_t i = 0; i < m; ++i) widen(next_ + i, buf_.data() + i * x_.cols);
+    const std::size_t first_row = next_;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (std::size_t i = 0; i < m; ++i) widen(first_row + i, buf_.data() + i * x_.cols);
     next_ += m;
     return MatrixView<float>(buf_.data(), m, x_.cols);
   }
@@ -47,6 +52,7 @@ class HalfSource final : public RowSource<float>, public detail::HalfBacked {
   }
 
   HalfView x_;
+  int threads_;
   std::size_t chunk_ = 0;
   std::size_t next_ = 0;
   std::vector<float> buf_;
@@ -55,7 +61,7 @@ class HalfSource final : public RowSource<float>, public detail::HalfBacked {
 }  // namespace
 
 KMeansResult<float> fit(HalfView X, const KMeansOptions& options) {
-  HalfSource source(X);
+  HalfSource source(X, options.n_threads);
   return fit(source, options);
 }
 
@@ -67,7 +73,7 @@ std::vector<std::string> available_half_targets() {
 }
 
 std::vector<std::int32_t> predict(HalfView X, MatrixView<float> centroids, const PredictOptions& options) {
-  HalfSource source(X);
+  HalfSource source(X, options.n_threads);
   return predict(source, centroids, options);
 }
 
