@@ -195,7 +195,9 @@ int main(int argc, char** argv) {
   };
   const std::string simd = flashkm::available_targets().front();
   const bool amx = flashkm::detail::amx_usable();
-  double p_b16 = 0, p_f16 = 0, unused = 0;
+  const bool dp = flashkm::detail::avx512bf16_usable();
+  double p_b16 = 0, p_f16 = 0, p_dp = 0, unused = 0;
+  const double b16dp = dp ? time16(bf, flashkm::HalfType::kBFloat16, "AVX512_BF16", &p_dp) : 0;
   const double b16 = amx ? time16(bf, flashkm::HalfType::kBFloat16, "AMX_BF16", &p_b16) : 0;
   const double f16 = amx ? time16(h, flashkm::HalfType::kFloat16, "AMX_BF16", &p_f16) : 0;
   const double b16w = time16(bf, flashkm::HalfType::kBFloat16, simd, &unused);
@@ -213,8 +215,10 @@ int main(int argc, char** argv) {
     std::printf("| (bfloat16 against the fed tile rate) | | | | %.1f%% of fed tiles | |\n", 100 * one / b16 * 1e-9 / tiles_fed);
     std::printf("| float16 | AMX_BF16 | %.4f s | %.0f | %.1f%% of tiles | %.3f |\n", f16, one / f16 * 1e-9, 100 * one / f16 * 1e-9 / tiles, p_f16);
   }
+  if (dp) std::printf("| bfloat16 | AVX512_BF16 | %.4f s | %.0f | | %.3f |\n", b16dp, one / b16dp * 1e-9, p_dp);
   std::printf("| bfloat16 | %s (widening) | %.4f s | %.0f | | |\n", simd.c_str(), b16w, one / b16w * 1e-9);
   std::printf("| float16 | %s (widening) | %.4f s | %.0f | | |\n", simd.c_str(), f16w, one / f16w * 1e-9);
   if (amx) std::printf("bfloat16 (AMX) speed-up over float32: %.2fx; float16 (AMX): %.2fx\n", f32 / b16, f32 / f16);
+  if (dp) std::printf("bfloat16 (AVX512_BF16) speed-up over float32: %.2fx\n", f32 / b16dp);
   return 0;
 }

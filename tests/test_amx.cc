@@ -67,13 +67,16 @@ std::vector<float> data16(const Shape& s, bool bf16, std::uint64_t seed) {
   return X;
 }
 
-class AmxKernel : public ::testing::TestWithParam<std::tuple<Shape, bool, bool, std::size_t>> {};
+class AmxKernel : public ::testing::TestWithParam<std::tuple<Shape, bool, bool, std::size_t, detail::HalfKernel>> {};
 
 // The kernel on its own against the float32 SIMD kernels and the scalar reference: centroids
 // drawn near rows (so that many rows have close second choices), shift = rounded column means.
 TEST_P(AmxKernel, BitwiseTheFloat32Kernels) {
-  if (!amx_usable()) GTEST_SKIP() << "this CPU has no AMX-BF16 (or the kernel refused the tile state)";
-  const auto [s, bf16, inner, pieces] = GetParam();
+  const auto [s, bf16, inner, pieces, kernel] = GetParam();
+  if (kernel == detail::HalfKernel::kTiles && !amx_usable()) {
+    GTEST_SKIP() << "this CPU has no AMX-BF16 (or the kernel refused the tile state)";
+  }
+  if (kernel == detail::HalfKernel::kDpbf16 && !detail::avx512bf16_usable()) GTEST_SKIP() << "no AVX512_BF16 here";
   const std::vector<float> X = data16(s, bf16, 11 + s.n + s.d);
   std::mt19937_64 rng(5 + s.k);
   std::normal_distribution<double> g(0.0, 0.3);
@@ -119,8 +122,8 @@ TEST_P(AmxKernel, BitwiseTheFloat32Kernels) {
   // Two calls over a split range: rows need not start on a block boundary.
   const std::size_t mid = s.n / 3;
   const std::size_t changed =
-      detail::amx_assign_rows(amx, pts, rescore, 0, mid, lab_amx.data(), d_amx.data()) +
-      detail::amx_assign_rows(amx, pts, rescore, mid, s.n, lab_amx.data(), d_amx.data());
+      detail::amx_assign_rows(amx, pts, rescore, 0, mid, lab_amx.data(), d_amx.data(), kernel) +
+      detail::amx_assign_rows(amx, pts, rescore, mid, s.n, lab_amx.data(), d_amx.data(), kernel);
   const std::size_t rescored = detail::amx_rescored_pairs() - before;
   const std::size_t fell = detail::amx_fallback_rows() - fell_before;
   EXPECT_EQ(changed, s.n);
@@ -139,7 +142,7 @@ TEST_P(AmxKernel, BitwiseTheFloat32Kernels) {
   // Far from the origin with one piece, the bound is wide: blocks go to the float32 kernels.
   if (s.offset >= 1000.0 && pieces == 1 && !inner) EXPECT_GT(fell, 0u);
   // Unchanged labels are counted as unchanged.
-  EXPECT_EQ(detail::amx_assign_rows(amx, pts, rescore, 0, s.n, lab_amx.data(), d_amx.data()), 0u);
+  EXPECT_EQ(detail::amx_assign_rows(amx, pts, rescore, 0, s.n, lab_amx.data(), d_amx.data(), kernel), 0u);
 }
 
 const Shape kShapes[] = {
@@ -150,11 +153,12 @@ const Shape kShapes[] = {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AmxKernel,
                          ::testing::Combine(::testing::ValuesIn(kShapes), ::testing::Bool(), ::testing::Bool(),
-                                            ::testing::Values(std::size_t{1}, std::size_t{2})));
+                                            ::testing::Values(std::size_t{1}, std::size_t{2}),
+                                            ::testing::Values(detail::HalfKernel::kTiles, detail::HalfKernel::kDpbf16)));
 
-// Whole fits: AMX (the default for 16-bit input here) == the widening path forced by naming the
-// SIMD target == the float32 fit of the same values, bit for bit.
-void fit_three_ways(HalfType type, std::size_t n, std::size_t d, std::size_t k, Metric metric) {
+// Whole fits: a 16-bit kernel (AMX tiles or AVX-512-BF16) == the widening path forced by naming
+// the SIMD target == the float32 fit of the same values, bit for bit.
+void fit_three_ways(HalfType type, std::size_t n, std::size_t d, std::size_t k, Metric metric, const char* target) {
   const bool bf16 = type == HalfType::kBFloat16;
   const auto Xd = testing::blobs<float>(n, d, k, 21 + d, 3.0);
   std::vector<float> X(Xd.size());
@@ -169,8 +173,9 @@ void fit_three_ways(HalfType type, std::size_t n, std::size_t d, std::size_t k, 
   o.max_iter = 10;
   o.seed = 7;
   const HalfView hv{H.data(), n, d, d, type};
+  o.target = target;
   const auto amx = fit(hv, o);
-  EXPECT_EQ(amx.target, "AMX_BF16");
+  EXPECT_EQ(amx.target, target);
   o.target = available_targets().front();
   const auto widened = fit(hv, o);
   EXPECT_EQ(widened.target, available_targets().front());
@@ -183,21 +188,31 @@ void fit_three_ways(HalfType type, std::size_t n, std::size_t d, std::size_t k, 
   }
   o.target.clear();
   EXPECT_EQ(predict(hv, wide.centroids_view(), PredictOptions{}), wide.labels);
+  PredictOptions po;
+  po.target = target;
+  EXPECT_EQ(predict(hv, wide.centroids_view(), po), wide.labels);
+}
+
+void fit_three_ways(HalfType type, std::size_t n, std::size_t d, std::size_t k, Metric metric) {
+  for (const char* t : {"AMX_BF16", "AVX512_BF16"}) {
+    const auto names = available_half_targets();
+    if (std::find(names.begin(), names.end(), t) != names.end()) fit_three_ways(type, n, d, k, metric, t);
+  }
 }
 
 TEST(AmxFit, BFloat16EqualsWideningAndFloat32) {
-  if (!amx_usable()) GTEST_SKIP() << "no AMX-BF16 here";
+  if (!amx_usable() && !detail::avx512bf16_usable()) GTEST_SKIP() << "no AMX-BF16 or AVX512_BF16 here";
   fit_three_ways(HalfType::kBFloat16, 3000, 64, 40, Metric::kEuclidean);
   fit_three_ways(HalfType::kBFloat16, 2000, 20, 5, Metric::kEuclidean);  // fused small-K path
 }
 
 TEST(AmxFit, Float16EqualsWideningAndFloat32) {
-  if (!amx_usable()) GTEST_SKIP() << "no AMX-BF16 here";
+  if (!amx_usable() && !detail::avx512bf16_usable()) GTEST_SKIP() << "no AMX-BF16 or AVX512_BF16 here";
   fit_three_ways(HalfType::kFloat16, 3000, 48, 70, Metric::kEuclidean);
 }
 
 TEST(AmxFit, InnerProductMetrics) {
-  if (!amx_usable()) GTEST_SKIP() << "no AMX-BF16 here";
+  if (!amx_usable() && !detail::avx512bf16_usable()) GTEST_SKIP() << "no AMX-BF16 or AVX512_BF16 here";
   fit_three_ways(HalfType::kBFloat16, 2000, 32, 30, Metric::kCosine);
   fit_three_ways(HalfType::kFloat16, 2000, 32, 30, Metric::kDot);
 }
@@ -205,9 +220,17 @@ TEST(AmxFit, InnerProductMetrics) {
 TEST(AmxFit, HalfTargetsListAmxFirstWhereUsable) {
   const auto names = available_half_targets();
   const auto simd = available_targets();
-  ASSERT_EQ(names.size(), simd.size() + (amx_usable() ? 1 : 0));
-  EXPECT_TRUE(std::equal(simd.begin(), simd.end(), names.end() - static_cast<std::ptrdiff_t>(simd.size())));
+  const std::size_t extra = (amx_usable() ? 1 : 0) + (detail::avx512bf16_usable() ? 1 : 0);
+  ASSERT_EQ(names.size(), simd.size() + extra);
+  const std::ptrdiff_t first_simd = amx_usable() ? 1 : 0;
+  EXPECT_TRUE(std::equal(simd.begin(), simd.end(), names.begin() + first_simd));
   if (amx_usable()) EXPECT_EQ(names.front(), "AMX_BF16");
+  if (detail::avx512bf16_usable()) EXPECT_EQ(names.back(), "AVX512_BF16");
+  if (__builtin_cpu_supports("avx512f")) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __get_cpuid_count(7, 1, &a, &b, &c, &d);
+    EXPECT_EQ(detail::avx512bf16_usable(), ((a >> 5) & 1u) != 0);
+  }
   // Where the CPU reports AMX-BF16, Linux should grant the tile state: if this fails, the
   // AMX path silently never runs here.
   if (__builtin_cpu_supports("avx512f")) {
@@ -229,8 +252,12 @@ TEST(AmxFit, ForcedTargetSwitch) {
   KMeansOptions o;
   o.n_clusters = 4;
   o.target = "AMX_BF16";
-  // Float input has nothing for the tiles to multiply: named, not silently ignored.
+  // Float input has nothing for the 16-bit kernels to multiply: named, not silently ignored.
   EXPECT_THROW(fit(MatrixView<float>(X.data(), n, d), o), InvalidArgument);
+  o.target = "AVX512_BF16";
+  EXPECT_THROW(fit(MatrixView<float>(X.data(), n, d), o), InvalidArgument);
+  if (detail::avx512bf16_usable()) EXPECT_EQ(fit(HalfView{H.data(), n, d, d, HalfType::kBFloat16}, o).target, "AVX512_BF16");
+  o.target = "AMX_BF16";
   const HalfView hv{H.data(), n, d, d, HalfType::kBFloat16};
   if (!amx_usable()) {
     EXPECT_THROW(fit(hv, o), InvalidArgument);

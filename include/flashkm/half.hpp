@@ -35,12 +35,14 @@ struct HalfView {
 /// whose squared norm exceeds 65504.
 KMeansResult<float> fit(HalfView X, const KMeansOptions& options);
 
-/// The targets a fit or predict on 16-bit input can run, best first (the first is the default):
-/// "AMX_BF16" where the CPU has AMX-BF16 and the kernel grants the tile state -- FlashAssign on
-/// AMX tiles, whose scores only filter the centroids, the float32 kernels deciding, so results
-/// stay bitwise those of the widening path -- then available_targets(), whose kernels run on
-/// rows widened to float32. Forcing "AMX_BF16" (option or FLASHKM_TARGET) on float32 or
-/// float64 input throws InvalidArgument.
+/// The targets a fit or predict on 16-bit input can run; the first is the default: "AMX_BF16"
+/// where the CPU has AMX-BF16 and the kernel grants the tile state -- FlashAssign on AMX
+/// tiles, whose scores only filter the centroids, the float32 kernels deciding, so results stay
+/// bitwise those of the widening path -- then available_targets(), whose kernels run on rows
+/// widened to float32, then "AVX512_BF16" where the CPU has it: the same filter computed with
+/// VDPBF16PS, offered only when named (it ran at half the float32 kernels' speed on Sapphire
+/// Rapids). Forcing either 16-bit target (option or FLASHKM_TARGET) on float32 or float64 input
+/// throws InvalidArgument.
 std::vector<std::string> available_half_targets();
 
 /// Nearest of the float32 centroids for every half-precision row (one streamed pass).

@@ -69,6 +69,7 @@ std::vector<std::string> available_half_targets() {
   std::vector<std::string> out;
   if (detail::amx_usable()) out.emplace_back(detail::kAmxTargetName);
   for (auto& t : available_targets()) out.push_back(std::move(t));
+  if (detail::avx512bf16_usable()) out.emplace_back(detail::kDpbf16TargetName);
   return out;
 }
 

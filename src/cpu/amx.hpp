@@ -25,8 +25,16 @@ namespace flashkm::detail {
 /// state (arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)); asked once, then cached.
 bool amx_usable();
 
-/// The target name under which the AMX path is offered and reported.
+/// True when this CPU has AVX-512 (F, BW, DQ, VL) with AVX512_BF16 (VDPBF16PS).
+bool avx512bf16_usable();
+
+/// The target names under which the 16-bit kernels are offered and reported.
 inline constexpr const char* kAmxTargetName = "AMX_BF16";
+inline constexpr const char* kDpbf16TargetName = "AVX512_BF16";
+
+/// What computes the filtering scores: AMX tiles, or AVX-512-BF16 dot products (same operands,
+/// same bound, same re-scoring; for CPUs without AMX).
+enum class HalfKernel { kTiles, kDpbf16 };
 
 /// Pieces per centroid value the engine uses. One: on this machine the tiles are bound by
 /// tile loads (each ~3x a TDPBF16PS), so halving the depth halves the tile time, while the
@@ -74,10 +82,11 @@ struct AmxRescore {
 
 /// FlashAssign over rows [r0, r1) of `pts`, rows whose values are all exactly 16-bit floats
 /// of the type amx_pack was told: the contract of PanelKernels::assign_rows, with bitwise the
-/// labels and distances of the float32 kernels whose centring `rescore` is. Call only when
-/// amx_usable().
+/// labels and distances of the float32 kernels whose centring `rescore` is. Call kTiles only
+/// when amx_usable(), kDpbf16 only when avx512bf16_usable().
 std::size_t amx_assign_rows(const AmxCentroids& c, const PointsRef<float>& pts, const AmxRescore& rescore,
-                            std::size_t r0, std::size_t r1, std::int32_t* labels, float* dist);
+                            std::size_t r0, std::size_t r1, std::int32_t* labels, float* dist,
+                            HalfKernel kernel = HalfKernel::kTiles);
 
 /// (row, centroid) pairs re-scored in float32 by this process so far: how well the tiles filter
 /// (one per row is the least possible). For tests and benchmarks.

@@ -20,7 +20,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #define FLASHKM_HAVE_AMX 1
-#define FLASHKM_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,fma"), noinline))
+// Both 16-bit kernels' code: the tile path executes AMX instructions, the AVX-512-BF16 path
+// only AVX-512 and VDPBF16PS (the compiler emits neither AMX nor BF16 instructions on its own).
+#define FLASHKM_AMX \
+  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma"), noinline))
 #else
 #define FLASHKM_HAVE_AMX 0
 #endif
@@ -60,9 +63,23 @@ bool amx_usable() {
   return usable;
 }
 
+bool avx512bf16_usable() {
+  static const bool usable = [] {
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl")) {
+      return false;
+    }
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d) == 0) return false;
+    return ((a >> 5) & 1u) != 0;  // AVX512_BF16
+  }();
+  return usable;
+}
+
 #else
 
 bool amx_usable() { return false; }
+bool avx512bf16_usable() { return false; }
 
 #endif
 
@@ -211,6 +228,49 @@ FLASHKM_AMX void tile_scores(const AmxCentroids& c, const std::uint16_t* a, std:
   }
 }
 
+// The same scores with AVX-512-BF16 (VDPBF16PS: 16 lanes, a pair of bfloat16 products each,
+// float32 accumulation), for CPUs without AMX: 8 rows x 32 centroids in 16 accumulators, the
+// centroid pairs read from the tiles' layout (row r of a B tile is one 64-byte vector).
+FLASHKM_AMX void dp_scores(const AmxCentroids& c, const std::uint16_t* a, std::size_t a_stride, float* s,
+                           float* rowmin) {
+  constexpr std::size_t kMR = 8;
+  const __m512 m2 = _mm512_set1_ps(-2.0f);
+  const std::size_t steps = c.segments * c.dpad / kTileK;
+  const std::size_t npairs = steps * 16;
+  for (std::size_t r = 0; r < kRows; ++r) _mm512_store_ps(rowmin + r * 16, _mm512_set1_ps(std::numeric_limits<float>::infinity()));
+  for (std::size_t ct = 0; ct < c.kpad / 16; ct += 2) {
+    const std::uint16_t* b0 = c.tiles.get() + ct * steps * 512;  // pair q at b0 + 32 q
+    const std::uint16_t* b1 = b0 + steps * 512;
+    const __m512 bias0 = _mm512_loadu_ps(c.bias.data() + ct * 16);
+    const __m512 bias1 = _mm512_loadu_ps(c.bias.data() + ct * 16 + 16);
+    for (std::size_t i0 = 0; i0 < kRows; i0 += kMR) {
+      __m512 acc[kMR][2];
+      for (std::size_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+      const std::uint16_t* arow = a + i0 * a_stride;
+      for (std::size_t q = 0; q < npairs; ++q) {
+        const __m512bh v0 = (__m512bh)_mm512_load_si512(b0 + 32 * q);
+        const __m512bh v1 = (__m512bh)_mm512_load_si512(b1 + 32 * q);
+#pragma GCC unroll 8
+        for (std::size_t i = 0; i < kMR; ++i) {
+          std::int32_t pair;
+          std::memcpy(&pair, arow + i * a_stride + 2 * q, sizeof(pair));
+          const __m512bh x = (__m512bh)_mm512_set1_epi32(pair);
+          acc[i][0] = _mm512_dpbf16_ps(acc[i][0], x, v0);
+          acc[i][1] = _mm512_dpbf16_ps(acc[i][1], x, v1);
+        }
+      }
+      for (std::size_t i = 0; i < kMR; ++i) {
+        float* sr = s + (i0 + i) * c.kpad + ct * 16;
+        _mm512_storeu_ps(sr, acc[i][0]);
+        _mm512_storeu_ps(sr + 16, acc[i][1]);
+        const __m512 v = _mm512_min_ps(_mm512_fmadd_ps(acc[i][0], m2, bias0), _mm512_fmadd_ps(acc[i][1], m2, bias1));
+        float* rm = rowmin + (i0 + i) * 16;
+        _mm512_store_ps(rm, _mm512_min_ps(_mm512_load_ps(rm), v));
+      }
+    }
+  }
+}
+
 // Tile scores of one row (bias - 2 x.c): the smallest, then the indices of all centroids
 // within `width` of it written to cand; returns their number, or every index when the
 // smallest is not finite (overflow: the float32 kernels decide alone).
@@ -319,15 +379,18 @@ FLASHKM_AMX void pack_rows(const AmxCentroids& c, const PointsRef<float>& pts, s
   }
 }
 
-FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<float>& pts,
-                                        const AmxRescore& rs, std::size_t r0, std::size_t r1,
-                                        std::int32_t* labels, float* dist) {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
+template <bool kTiles>
+FLASHKM_AMX std::size_t assign_rows_half(const AmxCentroids& c, const PointsRef<float>& pts,
+                                         const AmxRescore& rs, std::size_t r0, std::size_t r1,
+                                         std::int32_t* labels, float* dist) {
+  if constexpr (kTiles) {
+    TileConfig cfg;
+    for (int t = 0; t < 8; ++t) {
+      cfg.colsb[t] = 64;
+      cfg.rows[t] = 16;
+    }
+    _tile_loadconfig(&cfg);
   }
-  _tile_loadconfig(&cfg);
 
   const std::size_t dim = c.dim;
   const std::size_t a_stride = c.segments * c.dpad;
@@ -351,7 +414,11 @@ FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<f
     const std::size_t m = std::min(kRows, r1 - rb);
     pack_rows(c, pts, rb, m, a, a_stride);
     rs.center_rows(pts, rb, m, xc, xnorm);
-    tile_scores(c, a, a_stride, s, rowmin);
+    if constexpr (kTiles) {
+      tile_scores(c, a, a_stride, s, rowmin);
+    } else {
+      dp_scores(c, a, a_stride, s, rowmin);
+    }
     std::size_t np = 0;
     for (std::size_t i = 0; i < m; ++i) {
       const double xcn = std::sqrt(static_cast<double>(xnorm[i])) * (1 + 0x1p-20);
@@ -387,7 +454,7 @@ FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<f
       dist[r] = std::max(0.0f, xnorm[i] + best);
     }
   }
-  _tile_release();
+  if constexpr (kTiles) _tile_release();
   g_rescored.fetch_add(pairs, std::memory_order_relaxed);
   g_fallback.fetch_add(fallback_rows, std::memory_order_relaxed);
   return changed;
@@ -396,15 +463,17 @@ FLASHKM_AMX std::size_t assign_rows_amx(const AmxCentroids& c, const PointsRef<f
 }  // namespace
 
 std::size_t amx_assign_rows(const AmxCentroids& c, const PointsRef<float>& pts, const AmxRescore& rescore,
-                            std::size_t r0, std::size_t r1, std::int32_t* labels, float* dist) {
-  return assign_rows_amx(c, pts, rescore, r0, r1, labels, dist);
+                            std::size_t r0, std::size_t r1, std::int32_t* labels, float* dist,
+                            HalfKernel kernel) {
+  return kernel == HalfKernel::kTiles ? assign_rows_half<true>(c, pts, rescore, r0, r1, labels, dist)
+                                      : assign_rows_half<false>(c, pts, rescore, r0, r1, labels, dist);
 }
 
 #else
 
 std::size_t amx_assign_rows(const AmxCentroids&, const PointsRef<float>&, const AmxRescore&, std::size_t,
-                            std::size_t, std::int32_t*, float*) {
-  return 0;  // never called: amx_usable() is false
+                            std::size_t, std::int32_t*, float*, HalfKernel) {
+  return 0;  // never called: amx_usable() and avx512bf16_usable() are false
 }
 
 #endif

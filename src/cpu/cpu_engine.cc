@@ -147,11 +147,12 @@ class Rows {
 template <class T>
 class CpuEngine final : public Engine<T> {
  public:
-  // amx_mode: 0, or the 16-bit type of the rows for FlashAssign on AMX tiles (1 bfloat16,
-  // 2 float16; float engines only).
+  // amx_mode: 0, or the 16-bit type of the rows for FlashAssign on AMX tiles or AVX-512-BF16
+  // (half_kernel) with float32 re-scoring (1 bfloat16, 2 float16; float engines only).
   CpuEngine(Rows<T> rows, std::span<const double> weights, int n_threads, const KernelTable<T>* table,
-            std::size_t row_offset, int amx_mode = 0)
+            std::size_t row_offset, int amx_mode = 0, HalfKernel half_kernel = HalfKernel::kTiles)
       : amx_mode_(amx_mode),
+        half_kernel_(half_kernel),
         data_(rows),
         row_offset_(row_offset),
         n_(rows.rows()),
@@ -169,7 +170,10 @@ class CpuEngine final : public Engine<T> {
   std::size_t rows() const override { return n_; }
   std::size_t cols() const override { return dim_; }
   const double* shift() const override { return shift_.data(); }
-  const char* target() const override { return amx_mode_ ? kAmxTargetName : table_->name; }
+  const char* target() const override {
+    if (!amx_mode_) return table_->name;
+    return half_kernel_ == HalfKernel::kTiles ? kAmxTargetName : kDpbf16TargetName;
+  }
   const double* weights() const override { return weights_; }
 
   const double* mean() const override { return mean_.data(); }
@@ -388,14 +392,15 @@ class CpuEngine final : public Engine<T> {
     return changed;
   }
 
-  // FlashAssign over rows [a, b) of a chunk on one thread: on AMX tiles for 16-bit rows when
-  // enabled, else the SIMD target's kernels (bitwise the same labels and distances).
+  // FlashAssign over rows [a, b) of a chunk on one thread: on AMX tiles or AVX-512-BF16 for
+  // 16-bit rows when enabled, else the SIMD target's kernels (bitwise the same labels and
+  // distances).
   std::size_t assign_rows(const PointsRef<T>& pts, std::size_t a, std::size_t b, std::int32_t* lab, T* dst) {
     if constexpr (std::is_same_v<T, float>) {
       if (amx_mode_) {
         return amx_assign_rows(amx_, pts,
                                AmxRescore{table_->center_rows, table_->center_pad, panel_->assign_rows, packed_.get()},
-                               a, b, lab, dst);
+                               a, b, lab, dst, half_kernel_);
       }
     }
     return panel_->assign_rows(pts, packed_.get(), k_, a, b, lab, dst);
@@ -705,6 +710,7 @@ class CpuEngine final : public Engine<T> {
   }
 
   int amx_mode_;
+  HalfKernel half_kernel_;
   AmxCentroids amx_;
   Rows<T> data_;
   std::size_t row_offset_;  // index of row 0 in the whole data set (shards), for messages
@@ -758,24 +764,28 @@ std::unique_ptr<Engine<T>> make_cpu_engine(RowSource<T>& source, std::span<const
   }
   const std::string name = requested_target(target);
   int amx = 0;
+  HalfKernel kernel = HalfKernel::kTiles;
   const KernelTable<T>* table = nullptr;
-  if (name == kAmxTargetName) {
+  const bool tiles = name == kAmxTargetName, dp = name == kDpbf16TargetName;
+  if (tiles || dp) {
     if (!half) {
-      throw InvalidArgument(std::string("SIMD target '") + kAmxTargetName +
-                            "' multiplies 16-bit input (float16, bfloat16) only; this data is " +
+      throw InvalidArgument("SIMD target '" + name + "' multiplies 16-bit input (float16, bfloat16) only; this data is " +
                             (sizeof(T) == 4 ? "float32" : "float64"));
     }
-    if (!amx_usable()) {
-      throw InvalidArgument(std::string("SIMD target '") + kAmxTargetName +
-                            "' is not supported by this CPU (AMX-BF16 with tile state granted by the kernel)");
+    if (tiles ? !amx_usable() : !avx512bf16_usable()) {
+      throw InvalidArgument("SIMD target '" + name + "' is not supported by this CPU (" +
+                            (tiles ? "AMX-BF16 with tile state granted by the kernel" : "AVX-512 with AVX512_BF16") + ")");
     }
     amx = half;
+    kernel = tiles ? HalfKernel::kTiles : HalfKernel::kDpbf16;
     table = kernel_tables<T>().front();
   } else {
     table = find_table<T>(name);
+    // Unforced, 16-bit rows go to AMX where the CPU has it. AVX512_BF16 is never the default:
+    // on the one CPU measured (Sapphire Rapids) it ran at half the float32 kernels' speed.
     if (name.empty() && half && amx_usable()) amx = half;
   }
-  return std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table, row_offset, amx);
+  return std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table, row_offset, amx, kernel);
 }
 
 std::size_t cpu_granule(std::size_t cols, std::size_t elem_size) {
