@@ -15,6 +15,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "demo.hpp"
@@ -350,6 +351,10 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   }
   std::unique_ptr<FileRowSource<T>> src;
   std::vector<T> X;
+  // float16 data held in memory stays 16-bit (half the memory; AMX tiles where the CPU has
+  // them), with bitwise the float32 result.
+  std::vector<std::uint16_t> H;
+  const bool half = std::is_same_v<T, float> && info.dtype == io::DType::kF16 && !plan.streamed && !dist;
   try {
     together(dist, [&] {
       if (plan.streamed) {
@@ -357,12 +362,22 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
       } else {
         io::Dataset data(info.path, a.dim);
         const auto t0 = Clock::now();
-        X.resize((r1 - r0) * d);
-        data.read_rows<T>(r0, r1, X.data());
+        if (half) {
+          H.resize((r1 - r0) * d);
+          data.read_rows<std::uint16_t>(r0, r1, H.data());
+        } else {
+          X.resize((r1 - r0) * d);
+          data.read_rows<T>(r0, r1, X.data());
+        }
         read_seconds = since(t0);
       }
     });
-    result = src ? fit_rows<T>(dist, *src, opt) : fit_rows<T>(dist, MatrixView<T>(X.data(), r1 - r0, d), opt);
+    if constexpr (std::is_same_v<T, float>) {
+      if (half) result = fit(HalfView{H.data(), r1 - r0, d, d, HalfType::kFloat16}, opt);
+    }
+    if (!half) {
+      result = src ? fit_rows<T>(dist, *src, opt) : fit_rows<T>(dist, MatrixView<T>(X.data(), r1 - r0, d), opt);
+    }
   } catch (const io::FormatError&) {
     throw;
   } catch (const InvalidData& e) {
@@ -623,6 +638,14 @@ int run_predict(const PredictArgs& a, const io::DatasetInfo& info) {
     if (plan.streamed) {
       FileRowSource<T> src(info.path, a.dim, plan.buffer_bytes);
       labels = predict(src, cv, opt);
+    } else if (std::is_same_v<T, float> && info.dtype == io::DType::kF16) {
+      // float16 rows stay 16-bit in memory, as in fit.
+      io::Dataset data(info.path, a.dim);
+      std::vector<std::uint16_t> H(info.rows * info.cols);
+      data.read_rows<std::uint16_t>(0, info.rows, H.data());
+      if constexpr (std::is_same_v<T, float>) {
+        labels = predict(HalfView{H.data(), info.rows, info.cols, info.cols, HalfType::kFloat16}, cv, opt);
+      }
     } else {
       io::Dataset data(info.path, a.dim);
       const std::vector<T> X = read_all<T>(data);

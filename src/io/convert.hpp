@@ -89,4 +89,14 @@ void convert(const unsigned char* src, std::size_t n, DType dtype, bool big_endi
   }
 }
 
+/// float16 elements as their raw bits (byte order fixed), for callers that keep 16-bit rows;
+/// Dataset::read_rows<std::uint16_t> admits float16 data only, so no other dtype arrives here.
+template <>
+inline void convert<std::uint16_t>(const unsigned char* src, std::size_t n, DType dtype, bool big_endian,
+                                   std::uint16_t* dst, std::size_t stride) {
+  if (dtype != DType::kF16) return;
+  const bool swap = needs_swap(big_endian);
+  for (std::size_t i = 0; i < n; ++i) dst[i * stride] = load<std::uint16_t>(src + 2 * i, swap);
+}
+
 }  // namespace flashkm::io::detail

@@ -2,6 +2,7 @@
 // rows on demand.
 #include <algorithm>
 #include <cctype>
+#include <type_traits>
 #include <unistd.h>
 
 #include "io/convert.hpp"
@@ -116,12 +117,20 @@ void Dataset::read_rows(std::size_t r0, std::size_t r1, T* out) const {
                           std::to_string(r1) + ") are out of range; the file has " +
                           std::to_string(info_.rows) + " rows");
   }
+  if constexpr (std::is_same_v<T, std::uint16_t>) {
+    if (info_.dtype != DType::kF16 || info_.format == Format::kCsv) {
+      throw InvalidArgument(info_.path + ": raw 16-bit rows were asked of " + dtype_name(info_.dtype) +
+                            " data; only float16 files have them");
+    }
+  }
   if (r0 == r1) return;
   if (out == nullptr) throw InvalidArgument(info_.path + ": read_rows given a null buffer");
   switch (info_.format) {
     case Format::kCsv:
-      std::transform(csv_.begin() + r0 * info_.cols, csv_.begin() + r1 * info_.cols, out,
-                     [](double v) { return static_cast<T>(v); });
+      if constexpr (!std::is_same_v<T, std::uint16_t>) {
+        std::transform(csv_.begin() + r0 * info_.cols, csv_.begin() + r1 * info_.cols, out,
+                       [](double v) { return static_cast<T>(v); });
+      }
       break;
     case Format::kNpy:
       if (info_.fortran_order) {
@@ -138,5 +147,6 @@ void Dataset::read_rows(std::size_t r0, std::size_t r1, T* out) const {
 
 template void Dataset::read_rows<float>(std::size_t, std::size_t, float*) const;
 template void Dataset::read_rows<double>(std::size_t, std::size_t, double*) const;
+template void Dataset::read_rows<std::uint16_t>(std::size_t, std::size_t, std::uint16_t*) const;
 
 }  // namespace flashkm::io

@@ -79,7 +79,8 @@ class Dataset {
   /// Rows [r0, r1) converted to T, row-major into out[(r1 - r0) * cols]. Converts byte order,
   /// float16, uint8; transposes Fortran-order .npy; strips .fvecs/.bvecs record headers and
   /// checks each record's dimension (FormatError naming the record if it changes). Throws
-  /// FileError if the file got shorter since probe.
+  /// FileError if the file got shorter since probe. T = std::uint16_t gives float16 data's raw
+  /// bits (byte order fixed) and throws InvalidArgument for any other dtype.
   template <class T>
   void read_rows(std::size_t r0, std::size_t r1, T* out) const;
 

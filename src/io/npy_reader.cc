@@ -91,6 +91,10 @@ template void read_contiguous<double>(int, const DatasetInfo&, std::size_t, std:
                                       double*);
 template void read_fortran<float>(int, const DatasetInfo&, std::size_t, std::size_t, float*);
 template void read_fortran<double>(int, const DatasetInfo&, std::size_t, std::size_t, double*);
+template void read_elements<std::uint16_t>(int, const DatasetInfo&, std::uint64_t, std::size_t, std::uint16_t*,
+                                           std::size_t, std::vector<unsigned char>&);
+template void read_contiguous<std::uint16_t>(int, const DatasetInfo&, std::size_t, std::size_t, std::uint16_t*);
+template void read_fortran<std::uint16_t>(int, const DatasetInfo&, std::size_t, std::size_t, std::uint16_t*);
 
 }  // namespace detail
 

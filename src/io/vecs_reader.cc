@@ -104,5 +104,6 @@ void read_vecs(int fd, const DatasetInfo& info, std::size_t r0, std::size_t r1, 
 
 template void read_vecs<float>(int, const DatasetInfo&, std::size_t, std::size_t, float*);
 template void read_vecs<double>(int, const DatasetInfo&, std::size_t, std::size_t, double*);
+template void read_vecs<std::uint16_t>(int, const DatasetInfo&, std::size_t, std::size_t, std::uint16_t*);
 
 }  // namespace flashkm::io::detail

@@ -138,6 +138,8 @@ class Formats(Base):
             "v2.npy": npy_bytes(vals, (rows, cols), version=2),
             "v3.npy": npy_bytes(vals, (rows, cols), version=3),
             "h.npy": npy_bytes(vals, (rows, cols), descr="<f2"),
+            "hbe.npy": npy_bytes(vals, (rows, cols), descr=">f2"),
+            "hf.npy": npy_bytes(vals, (rows, cols), descr="<f2", fortran=True),
             "x.fvecs": fvecs_bytes([vals[r * cols:(r + 1) * cols] for r in range(rows)]),
             "x.bvecs": fvecs_bytes([[int(v) for v in vals[r * cols:(r + 1) * cols]] for r in range(rows)], "B"),
             "x.raw": struct.pack("<%df" % len(vals), *vals),
@@ -160,6 +162,38 @@ class Formats(Base):
         self.assertEqual((descr, shape), ("<f8", (k, cols)))
         for a, b in zip(c64, c32):
             self.assertAlmostEqual(a, b, delta=1e-4 * max(1.0, abs(a)))
+
+    def test_float16_is_clustered_in_16_bits_with_the_float32_result(self):
+        """Non-integer float16 data, K = 40: fit and predict on the 16-bit rows (AMX tiles where
+        the CPU has AMX-BF16) give the bytes of the float32 file's fit and predict."""
+        rows, cols, k = 4000, 48, 40
+        x = 12345
+        vals = []
+        for _ in range(rows * cols):
+            x = (x * 1103515245 + 12345) % (1 << 31)
+            vals.append(struct.unpack("<e", struct.pack("<e", ((x >> 8) % 4096) / 512.0 - 4.0))[0])
+        self.write("h.npy", npy_bytes(vals, (rows, cols), descr="<f2"))
+        self.write("f.npy", npy_bytes(vals, (rows, cols)))
+        out = {}
+        for name in ("h", "f"):
+            p = self.run_km("fit", name + ".npy", "-k", str(k), "--seed", "5", "-o", name + ".c.npy",
+                            "--labels", name + ".l.npy", "--json", "-q")
+            out[name] = json.loads(p.stdout)
+        for name in ("h", "f"):
+            self.run_km("predict", name + ".npy", "--centroids", "f.c.npy", "-o", name + ".p.npy", "-q")
+        for suffix in (".c.npy", ".l.npy", ".p.npy"):
+            with open(self.path("h" + suffix), "rb") as a, open(self.path("f" + suffix), "rb") as b:
+                self.assertEqual(a.read(), b.read(), suffix)
+        with open("/proc/cpuinfo") as f:
+            amx = " amx_bf16 " in f.read().replace("\n", " ")
+        if amx:
+            self.assertEqual(out["h"]["target"], "AMX_BF16")
+        self.assertEqual(out["h"]["inertia"], out["f"]["inertia"])
+        vals[1234] = float("nan")
+        self.write("nan.npy", npy_bytes(vals, (rows, cols), descr="<f2"))
+        p = self.run_km("fit", "nan.npy", "-k", "3", "-q", rc=1)
+        for part in ("nan.npy", "NaN", "row 25", "column 34"):
+            self.assertIn(part, p.stderr)
 
     def test_info_reports_format_shape_and_statistics(self):
         vals = small_grid(40, 3, 1)
