@@ -209,11 +209,13 @@ struct Plan {
   std::size_t limit = 0;
 };
 
+// x_elem: bytes per value of X held in memory (2 for float16 kept 16-bit, else sizeof(T)).
 template <class T>
-Plan plan_memory(const io::DatasetInfo& info, std::size_t limit, std::size_t k, bool weights, bool csv) {
+Plan plan_memory(const io::DatasetInfo& info, std::size_t limit, std::size_t k, bool weights, bool csv,
+                 std::size_t x_elem = sizeof(T)) {
   Plan p;
   p.limit = limit;
-  const double x_bytes = static_cast<double>(info.rows) * static_cast<double>(info.cols) * sizeof(T);
+  const double x_bytes = static_cast<double>(info.rows) * static_cast<double>(info.cols) * static_cast<double>(x_elem);
   const double fixed = static_cast<double>(info.rows) * static_cast<double>(per_row_bytes(sizeof(T), weights)) +
                        8.0 * static_cast<double>(k) * static_cast<double>(info.cols) * 8.0;
   if (csv || x_bytes + fixed <= static_cast<double>(limit)) return p;
@@ -299,6 +301,9 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   const std::pair<std::size_t, std::size_t> range = my_rows(dist, n);
   const std::size_t r0 = range.first, r1 = range.second;
 
+  // float16 data held in memory stays 16-bit (half the memory; AMX tiles where the CPU has
+  // them), with bitwise the float32 result; streamed or distributed it is widened.
+  const bool half_input = std::is_same_v<T, float> && info.dtype == io::DType::kF16 && !dist;
   KMeansOptions opt;
   std::vector<double> weights;
   std::vector<T> init_c;
@@ -334,7 +339,8 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     limit = a.memory_limit.empty() ? default_memory_limit(dist) : parse_size(a.memory_limit);
     io::DatasetInfo mine = info;
     mine.rows = r1 - r0;
-    plan = plan_memory<T>(mine, limit, k, !weights.empty(), info.format == io::Format::kCsv);
+    plan = plan_memory<T>(mine, limit, k, !weights.empty(), info.format == io::Format::kCsv,
+                          half_input ? sizeof(std::uint16_t) : sizeof(T));
   });
   set_run_options(a, k, opt);
   opt.callback = [&](const IterationStats& s) { return progress.iteration(s); };
@@ -351,10 +357,8 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   }
   std::unique_ptr<FileRowSource<T>> src;
   std::vector<T> X;
-  // float16 data held in memory stays 16-bit (half the memory; AMX tiles where the CPU has
-  // them), with bitwise the float32 result.
   std::vector<std::uint16_t> H;
-  const bool half = std::is_same_v<T, float> && info.dtype == io::DType::kF16 && !plan.streamed && !dist;
+  const bool half = half_input && !plan.streamed;
   try {
     together(dist, [&] {
       if (plan.streamed) {
@@ -632,13 +636,15 @@ int run_predict(const PredictArgs& a, const io::DatasetInfo& info) {
   opt.n_threads = a.threads;
   opt.target = a.target;
   const std::size_t limit = a.memory_limit.empty() ? default_memory_limit(false) : parse_size(a.memory_limit);
-  const Plan plan = plan_memory<T>(info, limit, k, false, info.format == io::Format::kCsv);
+  const bool half_input = std::is_same_v<T, float> && info.dtype == io::DType::kF16;
+  const Plan plan = plan_memory<T>(info, limit, k, false, info.format == io::Format::kCsv,
+                                   half_input ? sizeof(std::uint16_t) : sizeof(T));
   std::vector<std::int32_t> labels;
   try {
     if (plan.streamed) {
       FileRowSource<T> src(info.path, a.dim, plan.buffer_bytes);
       labels = predict(src, cv, opt);
-    } else if (std::is_same_v<T, float> && info.dtype == io::DType::kF16) {
+    } else if (half_input) {
       // float16 rows stay 16-bit in memory, as in fit.
       io::Dataset data(info.path, a.dim);
       std::vector<std::uint16_t> H(info.rows * info.cols);
