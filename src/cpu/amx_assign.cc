@@ -409,6 +409,7 @@ FLASHKM_AMX std::size_t assign_rows_half(const AmxCentroids& c, const PointsRef<
   float* score = scratch.score.get(max_pairs);
   std::size_t row_first[kRows + 1];
 
+  const double norm_slack = 1 + (static_cast<double>(dim) + 4) * 0x1p-24;
   std::size_t changed = 0, pairs = 0, fallback_rows = 0;
   for (std::size_t rb = r0; rb < r1; rb += kRows) {
     const std::size_t m = std::min(kRows, r1 - rb);
@@ -421,9 +422,10 @@ FLASHKM_AMX std::size_t assign_rows_half(const AmxCentroids& c, const PointsRef<
     }
     std::size_t np = 0;
     for (std::size_t i = 0; i < m; ++i) {
-      const double xcn = std::sqrt(static_cast<double>(xnorm[i])) * (1 + 0x1p-20);
-      // ||x|| <= ||x - shift|| + ||shift||: no second pass over the row.
-      const double xu = (xcn + c.shift_norm) * (1 + 0x1p-20);
+      // Upper bounds: ||x - shift|| from the float32 norm of the centred row (D roundings of
+      // the sum, one of the centring per value), and ||x|| <= ||x - shift|| + ||shift||.
+      const double xcn = std::sqrt(static_cast<double>(xnorm[i])) * norm_slack;
+      const double xu = (xcn + c.shift_norm) * (1 + 0x1p-40);
       row_first[i] = np;
       const std::size_t nc = filter_row(c, s + i * c.kpad, rowmin + i * 16, xu, xcn, pcen + np);
       for (std::size_t t = 0; t < nc; ++t) prow[np + t] = static_cast<std::uint32_t>(i);
