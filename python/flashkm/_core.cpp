@@ -322,7 +322,12 @@ NB_MODULE(_core, m) {
         "target"_a, "metric"_a = "euclidean");
   m.def("predict_half", &predict_half, "X"_a, "kind"_a, "centroids"_a, "n_threads"_a, "target"_a,
         "metric"_a = "euclidean");
-  m.def("available_targets", &flashkm::available_targets);
-  m.def("available_half_targets", &flashkm::available_half_targets);
-  m.def("default_target", &flashkm::default_target);
+  m.def("available_targets", &flashkm::available_targets,
+        "SIMD targets this CPU can run for float32/float64 input, best first, then 'reference'. "
+        "FLASHKM_TARGET=<name> forces one.");
+  m.def("available_half_targets", &flashkm::available_half_targets,
+        "Targets for float16/bfloat16 input; the first is the default: 'AMX_BF16' where the CPU has "
+        "AMX-BF16 (tile scores filter, float32 re-scores: bitwise the float32 fit), the SIMD targets "
+        "(rows widened to float32), then 'AVX512_BF16' where present (only when named).");
+  m.def("default_target", &flashkm::default_target, "The SIMD target float input runs on by default.");
 }
