@@ -194,6 +194,45 @@ TEST(AmxKernelNearTies, EveryScaleBitwiseTheFloat32Kernels) {
   EXPECT_GT(rescored_total, 2 * n);
 }
 
+// A row whose squared norm overflows float32 (values near the bfloat16 maximum): the float32
+// kernels' scores are NaN or infinite there, and the 16-bit kernels must leave that row to them
+// (their NaN rules decide, not a re-scoring of the candidates).
+TEST(AmxKernelNearTies, OverflowingRowIsLeftToTheFloat32Kernels) {
+  const bool tiles = amx_usable(), dp = detail::avx512bf16_usable();
+  if (!tiles && !dp) GTEST_SKIP() << "no AMX-BF16 or AVX512_BF16 here";
+  const std::size_t n = 64, d = 40, k = 40;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> g;
+  std::vector<float> X(n * d);
+  for (auto& v : X) v = round_bf16(g(rng));
+  for (std::size_t j = 0; j < d; ++j) X[7 * d + j] = round_bf16((j % 2 ? -1.0f : 1.0f) * 3e38f);
+  const std::vector<float> shift(d, 0.0f);
+  const detail::PointsRef<float> pts{X.data(), d, d, shift.data()};
+  std::vector<double> C(k * d);
+  for (auto& v : C) v = g(rng);
+  const auto* simd = detail::kernel_tables<float>().front();
+  const auto& panel = simd->wide;
+  auto packed = hwy::AllocateAligned<float>(panel.packed_size(k, d));
+  panel.pack_centroids(C.data(), k, d, packed.get());
+  const float* norms = packed.get() + (k + panel.nr - 1) / panel.nr * panel.nr * d;
+  std::vector<std::int32_t> want(n, -1);
+  std::vector<float> want_d(n);
+  panel.assign_rows(pts, packed.get(), k, 0, n, want.data(), want_d.data());
+  detail::AmxCentroids amx;
+  detail::amx_pack(C.data(), k, d, norms, shift.data(), false, 1, &amx);
+  const detail::AmxRescore rescore{simd->center_rows, simd->center_pad, panel.assign_rows, packed.get()};
+  for (auto kernel : {detail::HalfKernel::kTiles, detail::HalfKernel::kDpbf16}) {
+    if (kernel == detail::HalfKernel::kTiles ? !tiles : !dp) continue;
+    std::vector<std::int32_t> got(n, -1);
+    std::vector<float> got_d(n);
+    const std::size_t fell = detail::amx_fallback_rows();
+    detail::amx_assign_rows(amx, pts, rescore, 0, n, got.data(), got_d.data(), kernel);
+    EXPECT_GT(detail::amx_fallback_rows(), fell);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(0, std::memcmp(got_d.data(), want_d.data(), n * sizeof(float)));
+  }
+}
+
 const Shape kShapes[] = {
     {1, 1, 1, 0, false},      {5, 1, 3, 0, false},     {37, 13, 6, 0, false},   {100, 33, 100, 0, false},
     {300, 64, 1, 0, false},   {257, 128, 1000, 0, false}, {64, 2048, 40, 0, false}, {200, 31, 17, 0, true},

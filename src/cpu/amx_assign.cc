@@ -23,7 +23,7 @@
 // Both 16-bit kernels' code: the tile path executes AMX instructions, the AVX-512-BF16 path
 // only AVX-512 and VDPBF16PS (the compiler emits neither AMX nor BF16 instructions on its own).
 #define FLASHKM_AMX \
-  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma"), noinline))
+  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
 #else
 #define FLASHKM_HAVE_AMX 0
 #endif
@@ -36,6 +36,7 @@ std::atomic<std::size_t> g_fallback{0};
 
 constexpr std::size_t kRows = 32;  // rows per block: two 16-row A tiles
 constexpr std::size_t kTileK = 32; // bfloat16 values per tile row (64 bytes)
+constexpr std::size_t kUnfiltered = ~std::size_t{0};
 
 std::uint16_t to_bf16(float f) {  // round to nearest even; f finite
   std::uint32_t u = std::bit_cast<std::uint32_t>(f);
@@ -51,6 +52,11 @@ float from_bf16(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::
 
 bool amx_usable() {
   static const bool usable = [] {
+    // The tile path's packing, filter and re-scoring are AVX-512 code.
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl")) {
+      return false;
+    }
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
     const bool tile = (d >> 24) & 1u, bf16 = (d >> 22) & 1u;
@@ -271,9 +277,9 @@ FLASHKM_AMX void dp_scores(const AmxCentroids& c, const std::uint16_t* a, std::s
   }
 }
 
-// Tile scores of one row (bias - 2 x.c): the smallest, then the indices of all centroids
-// within `width` of it written to cand; returns their number, or every index when the
-// smallest is not finite (overflow: the float32 kernels decide alone).
+// Tile scores of one row (bias - 2 x.c): the indices of all centroids within the bound of the
+// smallest written to cand; returns their number, or kUnfiltered when the scores cannot be
+// trusted to filter (overflow, non-finite threshold): the float32 kernels then decide alone.
 FLASHKM_AMX std::size_t filter_row(const AmxCentroids& c, const float* srow, const float* rowmin, double xu,
                                    double xc, std::uint32_t* cand) {
   const __m512 m2 = _mm512_set1_ps(-2.0f);
@@ -291,13 +297,11 @@ FLASHKM_AMX std::size_t filter_row(const AmxCentroids& c, const float* srow, con
                    0x1p-100 * (n + std::sqrt(static_cast<double>(c.dim)) * (xu + N) + 1);
   const double thr = static_cast<double>(amin) + 2 * e;
   // Far below float32's range the tile scores cannot overflow; beyond it, or when the smallest
-  // is not finite, every centroid is re-scored.
-  if (!std::isfinite(thr) || !((xu + N + c.shift_norm) * N < 1e36)) {
-    for (std::size_t j = 0; j < c.k; ++j) cand[j] = static_cast<std::uint32_t>(j);
-    return c.k;
-  }
+  // is not finite, the float32 kernels must decide alone (their NaN handling included).
+  if (!std::isfinite(thr) || !((xu + N + c.shift_norm) * N < 1e36)) return kUnfiltered;
   float thr_f = static_cast<float>(thr);
   if (static_cast<double>(thr_f) < thr) thr_f = std::nextafter(thr_f, std::numeric_limits<float>::infinity());
+  if (!std::isfinite(thr_f)) return kUnfiltered;  // padding (+inf) must never become a candidate
   const __m512 vt = _mm512_set1_ps(thr_f);
   __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i step = _mm512_set1_epi32(16);
@@ -398,15 +402,16 @@ FLASHKM_AMX std::size_t assign_rows_half(const AmxCentroids& c, const PointsRef<
   // Per-thread scratch kept across calls: ~0.6 MB at K = 1000, which malloc would otherwise
   // map and unmap (page faults) for every task of rows.
   thread_local Scratch scratch;
-  const std::size_t max_pairs = kRows * c.kpad;
+  // Candidates kept per block before it goes to the float32 kernels: max(4, K/8) per row.
+  const std::size_t max_pairs = kRows * std::max<std::size_t>(4, c.k / 8);
   std::uint16_t* a = scratch.a.get(kRows * a_stride);
   float* s = scratch.s.get(kRows * c.kpad);
   float* xc = scratch.xc.get(xrows * dim);
   float* xnorm = scratch.xnorm.get(xrows);
   float* rowmin = scratch.rowmin.get(kRows * 16);
-  std::uint32_t* prow = scratch.prow.get(max_pairs);
-  std::uint32_t* pcen = scratch.pcen.get(max_pairs);
-  float* score = scratch.score.get(max_pairs);
+  std::uint32_t* prow = scratch.prow.get(max_pairs + c.kpad);
+  std::uint32_t* pcen = scratch.pcen.get(max_pairs + c.kpad);
+  float* score = scratch.score.get(max_pairs + c.kpad);
   std::size_t row_first[kRows + 1];
 
   const double norm_slack = 1 + (static_cast<double>(dim) + 4) * 0x1p-24;
@@ -421,20 +426,26 @@ FLASHKM_AMX std::size_t assign_rows_half(const AmxCentroids& c, const PointsRef<
       dp_scores(c, a, a_stride, s, rowmin);
     }
     std::size_t np = 0;
-    for (std::size_t i = 0; i < m; ++i) {
+    bool unfiltered = false;
+    for (std::size_t i = 0; i < m && !unfiltered; ++i) {
       // Upper bounds: ||x - shift|| from the float32 norm of the centred row (D roundings of
       // the sum, one of the centring per value), and ||x|| <= ||x - shift|| + ||shift||.
       const double xcn = std::sqrt(static_cast<double>(xnorm[i])) * norm_slack;
       const double xu = (xcn + c.shift_norm) * (1 + 0x1p-40);
       row_first[i] = np;
       const std::size_t nc = filter_row(c, s + i * c.kpad, rowmin + i * 16, xu, xcn, pcen + np);
+      // Past max_pairs the bound is too wide to filter (data far from the origin: the tiles see
+      // raw rows); the candidate arrays hold max_pairs + kpad, so one more row always fits.
+      if (nc == kUnfiltered || np + nc > max_pairs) {
+        unfiltered = true;
+        break;
+      }
       for (std::size_t t = 0; t < nc; ++t) prow[np + t] = static_cast<std::uint32_t>(i);
       np += nc;
     }
     row_first[m] = np;
-    if (np > m * std::max<std::size_t>(4, c.k / 8)) {
-      // The bound is too wide to filter (data far from the origin: the tiles see raw rows):
-      // the float32 kernels score the block, bitwise the same result.
+    if (unfiltered) {
+      // The float32 kernels score the block: bitwise the same result.
       changed += rs.assign_rows(pts, rs.packed, c.k, rb, rb + m, labels, dist);
       fallback_rows += m;
       continue;

@@ -76,6 +76,10 @@ const KernelTable<T>* find_table(const std::string& wanted) {
                         "' is unknown or not supported by this CPU; available: " + names);
 }
 
+// The 16-bit kernels re-score with fused multiply-adds, which these targets' MulAdd is (the
+// re-scoring must be the float32 kernels' arithmetic bit for bit).
+bool fma_table(const char* name) { return std::string(name).rfind("AVX", 0) == 0; }
+
 std::string requested_target(const std::string& option) {
   if (!option.empty()) return option;
   const char* env = std::getenv("FLASHKM_TARGET");
@@ -779,11 +783,15 @@ std::unique_ptr<Engine<T>> make_cpu_engine(RowSource<T>& source, std::span<const
     amx = half;
     kernel = tiles ? HalfKernel::kTiles : HalfKernel::kDpbf16;
     table = kernel_tables<T>().front();
+    if (!fma_table(table->name)) {
+      throw InvalidArgument("SIMD target '" + name + "' needs AVX2 or AVX-512 float32 kernels to re-score with; "
+                            "this CPU's best is " + table->name);
+    }
   } else {
     table = find_table<T>(name);
     // Unforced, 16-bit rows go to AMX where the CPU has it. AVX512_BF16 is never the default:
     // on the one CPU measured (Sapphire Rapids) it ran at half the float32 kernels' speed.
-    if (name.empty() && half && amx_usable()) amx = half;
+    if (name.empty() && half && amx_usable() && fma_table(table->name)) amx = half;
   }
   return std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table, row_offset, amx, kernel);
 }
