@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include <hwy/aligned_allocator.h>
 
@@ -145,21 +146,54 @@ TEST_P(AmxKernel, BitwiseTheFloat32Kernels) {
   EXPECT_EQ(detail::amx_assign_rows(amx, pts, rescore, 0, s.n, lab_amx.data(), d_amx.data(), kernel), 0u);
 }
 
+// Every 16-bit kernel this CPU has, with 1 and 2 pieces, over rows X (shift zero) against the
+// float32 wide panel's assign_rows: labels and distances must be bitwise equal. Returns the
+// pairs re-scored and the rows left to the float32 kernels.
+struct Counts {
+  std::size_t rescored = 0, fell = 0;
+};
+Counts expect_all_kernels_match(const std::vector<float>& X, std::size_t n, std::size_t d,
+                                const std::vector<double>& C, std::size_t k, const std::string& what) {
+  const std::vector<float> shift(d, 0.0f);
+  const detail::PointsRef<float> pts{X.data(), d, d, shift.data()};
+  const auto* simd = detail::kernel_tables<float>().front();
+  const auto& panel = simd->wide;
+  auto packed = hwy::AllocateAligned<float>(panel.packed_size(k, d));
+  panel.pack_centroids(C.data(), k, d, packed.get());
+  const float* norms = packed.get() + (k + panel.nr - 1) / panel.nr * panel.nr * d;
+  std::vector<std::int32_t> want(n, -1);
+  std::vector<float> want_d(n);
+  panel.assign_rows(pts, packed.get(), k, 0, n, want.data(), want_d.data());
+  const detail::AmxRescore rescore{simd->center_rows, simd->center_pad, panel.assign_rows, packed.get()};
+  Counts counts;
+  for (std::size_t pieces : {std::size_t{1}, std::size_t{2}}) {
+    detail::AmxCentroids amx;
+    detail::amx_pack(C.data(), k, d, norms, shift.data(), false, pieces, &amx);
+    for (auto kernel : {detail::HalfKernel::kTiles, detail::HalfKernel::kDpbf16}) {
+      if (kernel == detail::HalfKernel::kTiles ? !amx_usable() : !detail::avx512bf16_usable()) continue;
+      std::vector<std::int32_t> got(n, -1);
+      std::vector<float> got_d(n);
+      const std::size_t rescored = detail::amx_rescored_pairs(), fell = detail::amx_fallback_rows();
+      detail::amx_assign_rows(amx, pts, rescore, 0, n, got.data(), got_d.data(), kernel);
+      counts.rescored += detail::amx_rescored_pairs() - rescored;
+      counts.fell += detail::amx_fallback_rows() - fell;
+      EXPECT_EQ(got, want) << what << ", " << pieces << " piece(s)";
+      EXPECT_EQ(0, std::memcmp(got_d.data(), want_d.data(), n * sizeof(float))) << what;
+    }
+  }
+  return counts;
+}
+
 // Centroids clustered around one point at scales from well separated to far inside the
 // filter's bound, so that rows have near-ties of every size: the candidates the bound keeps
 // must always include the float32 winner (and the lowest index among equal scores).
 TEST(AmxKernelNearTies, EveryScaleBitwiseTheFloat32Kernels) {
-  const bool tiles = amx_usable(), dp = detail::avx512bf16_usable();
-  if (!tiles && !dp) GTEST_SKIP() << "no AMX-BF16 or AVX512_BF16 here";
+  if (!amx_usable() && !detail::avx512bf16_usable()) GTEST_SKIP() << "no AMX-BF16 or AVX512_BF16 here";
   const std::size_t n = 700, d = 72, k = 96;
   std::mt19937_64 rng(99);
   std::normal_distribution<float> g;
   std::vector<float> X(n * d);
   for (auto& v : X) v = round_bf16(2.0f * g(rng));
-  const std::vector<float> shift(d, 0.0f);
-  const detail::PointsRef<float> pts{X.data(), d, d, shift.data()};
-  const auto* simd = detail::kernel_tables<float>().front();
-  const auto& panel = simd->wide;
   std::size_t rescored_total = 0;
   for (double scale : {1.0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 0.0}) {
     std::vector<double> C(k * d);
@@ -168,27 +202,7 @@ TEST(AmxKernelNearTies, EveryScaleBitwiseTheFloat32Kernels) {
     for (std::size_t c = 0; c < k; ++c) {
       for (std::size_t j = 0; j < d; ++j) C[c * d + j] = base[j] + scale * g(rng);
     }
-    auto packed = hwy::AllocateAligned<float>(panel.packed_size(k, d));
-    panel.pack_centroids(C.data(), k, d, packed.get());
-    const float* norms = packed.get() + (k + panel.nr - 1) / panel.nr * panel.nr * d;
-    std::vector<std::int32_t> want(n, -1);
-    std::vector<float> want_d(n);
-    panel.assign_rows(pts, packed.get(), k, 0, n, want.data(), want_d.data());
-    for (std::size_t pieces : {std::size_t{1}, std::size_t{2}}) {
-      detail::AmxCentroids amx;
-      detail::amx_pack(C.data(), k, d, norms, shift.data(), false, pieces, &amx);
-      const detail::AmxRescore rescore{simd->center_rows, simd->center_pad, panel.assign_rows, packed.get()};
-      for (auto kernel : {detail::HalfKernel::kTiles, detail::HalfKernel::kDpbf16}) {
-        if (kernel == detail::HalfKernel::kTiles ? !tiles : !dp) continue;
-        std::vector<std::int32_t> got(n, -1);
-        std::vector<float> got_d(n);
-        const std::size_t before = detail::amx_rescored_pairs();
-        detail::amx_assign_rows(amx, pts, rescore, 0, n, got.data(), got_d.data(), kernel);
-        rescored_total += detail::amx_rescored_pairs() - before;
-        EXPECT_EQ(got, want) << "scale " << scale << ", " << pieces << " piece(s)";
-        EXPECT_EQ(0, std::memcmp(got_d.data(), want_d.data(), n * sizeof(float))) << "scale " << scale;
-      }
-    }
+    rescored_total += expect_all_kernels_match(X, n, d, C, k, "scale " + std::to_string(scale)).rescored;
   }
   // Close centroids made the filter keep several candidates per row somewhere.
   EXPECT_GT(rescored_total, 2 * n);
@@ -198,39 +212,16 @@ TEST(AmxKernelNearTies, EveryScaleBitwiseTheFloat32Kernels) {
 // kernels' scores are NaN or infinite there, and the 16-bit kernels must leave that row to them
 // (their NaN rules decide, not a re-scoring of the candidates).
 TEST(AmxKernelNearTies, OverflowingRowIsLeftToTheFloat32Kernels) {
-  const bool tiles = amx_usable(), dp = detail::avx512bf16_usable();
-  if (!tiles && !dp) GTEST_SKIP() << "no AMX-BF16 or AVX512_BF16 here";
+  if (!amx_usable() && !detail::avx512bf16_usable()) GTEST_SKIP() << "no AMX-BF16 or AVX512_BF16 here";
   const std::size_t n = 64, d = 40, k = 40;
   std::mt19937_64 rng(5);
   std::normal_distribution<float> g;
   std::vector<float> X(n * d);
   for (auto& v : X) v = round_bf16(g(rng));
   for (std::size_t j = 0; j < d; ++j) X[7 * d + j] = round_bf16((j % 2 ? -1.0f : 1.0f) * 3e38f);
-  const std::vector<float> shift(d, 0.0f);
-  const detail::PointsRef<float> pts{X.data(), d, d, shift.data()};
   std::vector<double> C(k * d);
   for (auto& v : C) v = g(rng);
-  const auto* simd = detail::kernel_tables<float>().front();
-  const auto& panel = simd->wide;
-  auto packed = hwy::AllocateAligned<float>(panel.packed_size(k, d));
-  panel.pack_centroids(C.data(), k, d, packed.get());
-  const float* norms = packed.get() + (k + panel.nr - 1) / panel.nr * panel.nr * d;
-  std::vector<std::int32_t> want(n, -1);
-  std::vector<float> want_d(n);
-  panel.assign_rows(pts, packed.get(), k, 0, n, want.data(), want_d.data());
-  detail::AmxCentroids amx;
-  detail::amx_pack(C.data(), k, d, norms, shift.data(), false, 1, &amx);
-  const detail::AmxRescore rescore{simd->center_rows, simd->center_pad, panel.assign_rows, packed.get()};
-  for (auto kernel : {detail::HalfKernel::kTiles, detail::HalfKernel::kDpbf16}) {
-    if (kernel == detail::HalfKernel::kTiles ? !tiles : !dp) continue;
-    std::vector<std::int32_t> got(n, -1);
-    std::vector<float> got_d(n);
-    const std::size_t fell = detail::amx_fallback_rows();
-    detail::amx_assign_rows(amx, pts, rescore, 0, n, got.data(), got_d.data(), kernel);
-    EXPECT_GT(detail::amx_fallback_rows(), fell);
-    EXPECT_EQ(got, want);
-    EXPECT_EQ(0, std::memcmp(got_d.data(), want_d.data(), n * sizeof(float)));
-  }
+  EXPECT_GT(expect_all_kernels_match(X, n, d, C, k, "overflowing row").fell, 0u);
 }
 
 const Shape kShapes[] = {

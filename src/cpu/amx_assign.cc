@@ -50,13 +50,16 @@ float from_bf16(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::
 
 #if FLASHKM_HAVE_AMX
 
+namespace {
+bool has_avx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+}  // namespace
+
 bool amx_usable() {
   static const bool usable = [] {
-    // The tile path's packing, filter and re-scoring are AVX-512 code.
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl")) {
-      return false;
-    }
+    if (!has_avx512()) return false;  // the packing, filter and re-scoring are AVX-512 code
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
     const bool tile = (d >> 24) & 1u, bf16 = (d >> 22) & 1u;
@@ -71,10 +74,7 @@ bool amx_usable() {
 
 bool avx512bf16_usable() {
   static const bool usable = [] {
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl")) {
-      return false;
-    }
+    if (!has_avx512()) return false;
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (__get_cpuid_count(7, 1, &a, &b, &c, &d) == 0) return false;
     return ((a >> 5) & 1u) != 0;  // AVX512_BF16
