@@ -73,11 +73,7 @@ double sgemm_rate() { return 0; }
 // of four fed by four fresh tile loads from L1 (two A, two B: the 2 x 2 blocking that
 // FlashAssign's tiles use, the most reuse eight tile registers allow).
 __attribute__((target("amx-tile,amx-bf16"))) double amx_rate_one(bool with_loads) {
-  struct alignas(64) Cfg {
-    std::uint8_t palette = 1, start = 0, reserved[14] = {};
-    std::uint16_t colsb[16] = {};
-    std::uint8_t rows[16] = {};
-  } cfg;
+  flashkm::detail::TileConfig cfg;
   for (int t = 0; t < 8; ++t) {
     cfg.colsb[t] = 64;
     cfg.rows[t] = 16;

@@ -647,8 +647,7 @@ int run_predict(const PredictArgs& a, const io::DatasetInfo& info) {
     } else if (half_input) {
       // float16 rows stay 16-bit in memory, as in fit.
       io::Dataset data(info.path, a.dim);
-      std::vector<std::uint16_t> H(info.rows * info.cols);
-      data.read_rows<std::uint16_t>(0, info.rows, H.data());
+      const std::vector<std::uint16_t> H = read_all<std::uint16_t>(data);
       if constexpr (std::is_same_v<T, float>) {
         labels = predict(HalfView{H.data(), info.rows, info.cols, info.cols, HalfType::kFloat16}, cv, opt);
       }

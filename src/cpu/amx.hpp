@@ -15,8 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <hwy/aligned_allocator.h>
-
+#include "cpu/aligned_buffer.hpp"
 #include "cpu/kernel_table.hpp"
 
 namespace flashkm::detail {
@@ -51,8 +50,7 @@ struct AmxCentroids {
   std::size_t segments = 0; // products per score along the depth (pieces, +1 for float16 rows)
   int seg_x[3] = {}, seg_c[3] = {};  // per segment: piece of the row, piece of the centroid
   bool fp16 = false;        // X is IEEE float16 (split into hi + lo bfloat16 while packing)
-  hwy::AlignedFreeUniquePtr<std::uint16_t[]> tiles;  // [kpad/16][steps][16][32] bfloat16
-  std::size_t tiles_cap = 0;
+  AlignedBuffer<std::uint16_t> tiles;  // [kpad/16][steps][16][32] bfloat16
   std::vector<float> bias;  // kpad: ||c||^2 (the SIMD kernels' float32 norm) + 2 shift.c; +inf padding
   std::vector<float> cf;    // k x dim: the float32 centroids the SIMD kernels multiply with
   std::vector<float> norm;  // k: their float32 norms exactly as packed by the SIMD kernels
@@ -68,6 +66,15 @@ struct AmxCentroids {
 /// one piece halves the tile work and widens the filter's bound (more re-scoring).
 void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const float* norms,
               const float* shift, bool fp16, std::size_t pieces, AmxCentroids* out);
+
+/// The AMX tile configuration (palette 1): LDTILECFG's 64-byte operand.
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {};  // bytes per row of each tile
+  std::uint8_t rows[16] = {};    // rows of each tile
+};
 
 /// The float32 side: the SIMD target's own centring of rows (its PackSliver, `pad` rows at a
 /// time) so that re-scored pairs are bitwise its own, and its FlashAssign over its packed

@@ -14,6 +14,13 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(), which it then
+// reports as uninitialised once inlined here: false positives in its own headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -109,11 +116,8 @@ void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const flo
   }
   const std::size_t steps = c.segments * c.dpad / kTileK;
   const std::size_t need = c.kpad * c.segments * c.dpad;
-  if (need > c.tiles_cap) {
-    c.tiles = hwy::AllocateAligned<std::uint16_t>(need);
-    c.tiles_cap = need;
-  }
-  std::fill_n(c.tiles.get(), need, std::uint16_t{0});
+  std::uint16_t* tiles = c.tiles.reserve(need);
+  std::fill_n(tiles, need, std::uint16_t{0});
   c.bias.assign(c.kpad, std::numeric_limits<float>::infinity());
   c.cf.resize(k * dim);
   c.norm.assign(norms, norms + k);
@@ -146,7 +150,7 @@ void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const flo
         const std::size_t depth = s * c.dpad + j;  // position in the concatenated depth
         const std::size_t step = depth / kTileK, within = depth % kTileK;
         // Tile layout for TDPBF16PS: row r holds the pairs (2r, 2r+1) of every column.
-        c.tiles[((ct * steps + step) * 16 + within / 2) * 32 + 2 * col + within % 2] = piece[c.seg_c[s]];
+        tiles[((ct * steps + step) * 16 + within / 2) * 32 + 2 * col + within % 2] = piece[c.seg_c[s]];
       }
     }
     c.nmax = std::max(c.nmax, std::sqrt(n2));
@@ -159,35 +163,10 @@ void amx_pack(const double* centroids, std::size_t k, std::size_t dim, const flo
 #if FLASHKM_HAVE_AMX
 namespace {
 
-// A 64-byte aligned buffer that only grows.
-template <class T>
-class Grow {
- public:
-  T* get(std::size_t n) {
-    if (n > cap_) {
-      buf_ = hwy::AllocateAligned<T>(n);
-      cap_ = n;
-    }
-    return buf_.get();
-  }
-
- private:
-  hwy::AlignedFreeUniquePtr<T[]> buf_;
-  std::size_t cap_ = 0;
-};
-
 struct Scratch {
-  Grow<std::uint16_t> a;
-  Grow<float> s, xc, xnorm, rowmin, score;
-  Grow<std::uint32_t> prow, pcen;
-};
-
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
+  AlignedBuffer<std::uint16_t> a;
+  AlignedBuffer<float> s, xc, xnorm, rowmin, score;
+  AlignedBuffer<std::uint32_t> prow, pcen;
 };
 
 // Scores of a block of 32 packed rows against all centroids: s[i * kpad + c] = x_i . c (the
@@ -202,7 +181,7 @@ FLASHKM_AMX void tile_scores(const AmxCentroids& c, const std::uint16_t* a, std:
   const std::size_t lda = a_stride * sizeof(std::uint16_t);
   const std::uint16_t* a1 = a + 16 * a_stride;
   for (std::size_t ct = 0; ct < c.kpad / 16; ct += 2) {
-    const std::uint16_t* b0 = c.tiles.get() + ct * steps * 512;
+    const std::uint16_t* b0 = c.tiles.data() + ct * steps * 512;
     const std::uint16_t* b1 = b0 + steps * 512;
     _tile_zero(0);
     _tile_zero(1);
@@ -245,7 +224,7 @@ FLASHKM_AMX void dp_scores(const AmxCentroids& c, const std::uint16_t* a, std::s
   const std::size_t npairs = steps * 16;
   for (std::size_t r = 0; r < kRows; ++r) _mm512_store_ps(rowmin + r * 16, _mm512_set1_ps(std::numeric_limits<float>::infinity()));
   for (std::size_t ct = 0; ct < c.kpad / 16; ct += 2) {
-    const std::uint16_t* b0 = c.tiles.get() + ct * steps * 512;  // pair q at b0 + 32 q
+    const std::uint16_t* b0 = c.tiles.data() + ct * steps * 512;  // pair q at b0 + 32 q
     const std::uint16_t* b1 = b0 + steps * 512;
     const __m512 bias0 = _mm512_loadu_ps(c.bias.data() + ct * 16);
     const __m512 bias1 = _mm512_loadu_ps(c.bias.data() + ct * 16 + 16);
@@ -343,13 +322,13 @@ FLASHKM_AMX void rescore(const AmxCentroids& c, const float* xc, const std::uint
   }
 }
 
-// Rows of X into the A operand, one segment per product (amx_pack's pairs).
 // Round to nearest even bfloat16 of 16 finite floats, as the low halves of 16 int32 lanes.
 FLASHKM_AMX inline __m512i bf16_rne(__m512i u) {
   const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
   return _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), odd)), 16);
 }
 
+// Rows of X into the A operand, one segment per product (amx_pack's pairs).
 FLASHKM_AMX void pack_rows(const AmxCentroids& c, const PointsRef<float>& pts, std::size_t r, std::size_t m,
                            std::uint16_t* a, std::size_t a_stride) {
   for (std::size_t i = 0; i < kRows; ++i) {
@@ -404,14 +383,14 @@ FLASHKM_AMX std::size_t assign_rows_half(const AmxCentroids& c, const PointsRef<
   thread_local Scratch scratch;
   // Candidates kept per block before it goes to the float32 kernels: max(4, K/8) per row.
   const std::size_t max_pairs = kRows * std::max<std::size_t>(4, c.k / 8);
-  std::uint16_t* a = scratch.a.get(kRows * a_stride);
-  float* s = scratch.s.get(kRows * c.kpad);
-  float* xc = scratch.xc.get(xrows * dim);
-  float* xnorm = scratch.xnorm.get(xrows);
-  float* rowmin = scratch.rowmin.get(kRows * 16);
-  std::uint32_t* prow = scratch.prow.get(max_pairs + c.kpad);
-  std::uint32_t* pcen = scratch.pcen.get(max_pairs + c.kpad);
-  float* score = scratch.score.get(max_pairs + c.kpad);
+  std::uint16_t* a = scratch.a.reserve(kRows * a_stride);
+  float* s = scratch.s.reserve(kRows * c.kpad);
+  float* xc = scratch.xc.reserve(xrows * dim);
+  float* xnorm = scratch.xnorm.reserve(xrows);
+  float* rowmin = scratch.rowmin.reserve(kRows * 16);
+  std::uint32_t* prow = scratch.prow.reserve(max_pairs + c.kpad);
+  std::uint32_t* pcen = scratch.pcen.reserve(max_pairs + c.kpad);
+  float* score = scratch.score.reserve(max_pairs + c.kpad);
   std::size_t row_first[kRows + 1];
 
   const double norm_slack = 1 + (static_cast<double>(dim) + 4) * 0x1p-24;
@@ -427,7 +406,7 @@ FLASHKM_AMX std::size_t assign_rows_half(const AmxCentroids& c, const PointsRef<
     }
     std::size_t np = 0;
     bool unfiltered = false;
-    for (std::size_t i = 0; i < m && !unfiltered; ++i) {
+    for (std::size_t i = 0; i < m; ++i) {
       // Upper bounds: ||x - shift|| from the float32 norm of the centred row (D roundings of
       // the sum, one of the centring per value), and ||x|| <= ||x - shift|| + ||shift||.
       const double xcn = std::sqrt(static_cast<double>(xnorm[i])) * norm_slack;

@@ -14,9 +14,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <hwy/aligned_allocator.h>
-
 #include "core/half_source.hpp"
+#include "cpu/aligned_buffer.hpp"
 #include "cpu/amx.hpp"
 #include "cpu/kernel_table.hpp"
 #include "flashkm/errors.hpp"
@@ -234,24 +233,14 @@ class CpuEngine final : public Engine<T> {
   void set_centroids(const double* centroids, std::size_t k) override {
     k_ = k;
     panel_ = k <= table_->narrow.nr ? &table_->narrow : &table_->wide;
-    const std::size_t need = panel_->packed_size(k, dim_);
-    if (need > packed_cap_) {
-      packed_ = hwy::AllocateAligned<T>(need);
-      packed_cap_ = need;
-    }
-    panel_->pack_centroids(centroids, k, dim_, packed_.get());
+    panel_->pack_centroids(centroids, k, dim_, packed_.reserve(panel_->packed_size(k, dim_)));
     if (inner_product_) {
       // The kernels score ||c||^2 - 2 x.c; with the real centroids' norms zeroed (padding keeps
       // +inf, see kernel_table.hpp) the argmin is the argmax of x.c.
-      const std::size_t npanels = (k + panel_->nr - 1) / panel_->nr;
-      std::fill_n(packed_.get() + npanels * panel_->nr * dim_, k, T(0));
+      std::fill_n(packed_norms(), k, T(0));
     }
     if constexpr (std::is_same_v<T, float>) {
-      if (amx_mode_) {
-        const std::size_t npanels = (k + panel_->nr - 1) / panel_->nr;
-        amx_pack(centroids, k, dim_, packed_.get() + npanels * panel_->nr * dim_, shift_t_.data(),
-                 amx_mode_ == 2, kAmxPieces, &amx_);
-      }
+      if (amx_mode_) amx_pack(centroids, k, dim_, packed_norms(), shift_t_.data(), amx_mode_ == 2, kAmxPieces, &amx_);
     }
   }
 
@@ -331,7 +320,7 @@ class CpuEngine final : public Engine<T> {
     for_each_chunk([&](const Chunk<T>& ch) {
       T* o = out + ch.first * k_;
       for_row_tasks(0, ch.x.rows, [&](std::size_t r0, std::size_t r1) {
-        panel_->sqdist_rows(ch.pts, packed_.get(), k_, r0, r1, o + r0 * k_, k_);
+        panel_->sqdist_rows(ch.pts, packed_.data(), k_, r0, r1, o + r0 * k_, k_);
       });
     });
   }
@@ -396,6 +385,9 @@ class CpuEngine final : public Engine<T> {
     return changed;
   }
 
+  // The packed centroids' squared norms (after the panels; see kernel_table.hpp).
+  T* packed_norms() { return packed_.data() + (k_ + panel_->nr - 1) / panel_->nr * panel_->nr * dim_; }
+
   // FlashAssign over rows [a, b) of a chunk on one thread: on AMX tiles or AVX-512-BF16 for
   // 16-bit rows when enabled, else the SIMD target's kernels (bitwise the same labels and
   // distances).
@@ -403,11 +395,11 @@ class CpuEngine final : public Engine<T> {
     if constexpr (std::is_same_v<T, float>) {
       if (amx_mode_) {
         return amx_assign_rows(amx_, pts,
-                               AmxRescore{table_->center_rows, table_->center_pad, panel_->assign_rows, packed_.get()},
+                               AmxRescore{table_->center_rows, table_->center_pad, panel_->assign_rows, packed_.data()},
                                a, b, lab, dst, half_kernel_);
       }
     }
-    return panel_->assign_rows(pts, packed_.get(), k_, a, b, lab, dst);
+    return panel_->assign_rows(pts, packed_.data(), k_, a, b, lab, dst);
   }
 
   // The fused step pays K x D partial sums per tile; worth it while they are at most a quarter
@@ -733,8 +725,7 @@ class CpuEngine final : public Engine<T> {
   std::vector<T> row_buf_;
 
   std::size_t k_ = 0;
-  hwy::AlignedFreeUniquePtr<T[]> packed_;
-  std::size_t packed_cap_ = 0;
+  AlignedBuffer<T> packed_;
 
   std::vector<std::uint64_t> hist_;
   std::vector<std::uint64_t> offsets_;
