@@ -210,13 +210,20 @@ struct Plan {
 };
 
 // x_elem: bytes per value of X held in memory (2 for float16 kept 16-bit, else sizeof(T)).
+// Bytes per row of the pruning bounds (an upper bound and up to 64 group lower bounds, float
+// each): the engine keeps them within a row of X itself (8 bytes for the narrowest rows).
+std::size_t prune_row_bytes(std::size_t cols, std::size_t elem, bool prune) {
+  return prune ? std::max<std::size_t>(8, std::min<std::size_t>(4 * 65, cols * elem)) : 0;
+}
+
 template <class T>
 Plan plan_memory(const io::DatasetInfo& info, std::size_t limit, std::size_t k, bool weights, bool csv,
-                 std::size_t x_elem = sizeof(T)) {
+                 std::size_t x_elem = sizeof(T), bool prune = false) {
   Plan p;
   p.limit = limit;
   const double x_bytes = static_cast<double>(info.rows) * static_cast<double>(info.cols) * static_cast<double>(x_elem);
-  const double fixed = static_cast<double>(info.rows) * static_cast<double>(per_row_bytes(sizeof(T), weights)) +
+  const double fixed = static_cast<double>(info.rows) * static_cast<double>(per_row_bytes(sizeof(T), weights) +
+                                                                            prune_row_bytes(info.cols, sizeof(T), prune)) +
                        8.0 * static_cast<double>(k) * static_cast<double>(info.cols) * 8.0;
   if (csv || x_bytes + fixed <= static_cast<double>(limit)) return p;
   p.streamed = true;
@@ -274,6 +281,7 @@ struct FitArgs {
   std::string memory_limit;
   std::string report;
   std::string target;
+  std::string prune = "auto";
   bool json = false;
   bool quiet = false;
   bool distributed = false;
@@ -288,6 +296,7 @@ void set_run_options(const FitArgs& a, std::size_t k, KMeansOptions& opt) {
   opt.seed = a.seed;
   opt.n_threads = a.threads;
   opt.target = a.target;
+  opt.prune = a.prune == "on" ? Prune::kOn : a.prune == "off" ? Prune::kOff : Prune::kAuto;
 }
 
 template <class T>
@@ -310,6 +319,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   std::size_t k = a.k;
   std::size_t limit = 0;
   Plan plan;
+  bool prune_off = false;  // the memory limit leaves no room for the pruning bounds
   together(dist, [&] {
     if (!a.weights.empty()) {
       weights = io::read_npy_vector(a.weights, n);
@@ -339,10 +349,20 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     limit = a.memory_limit.empty() ? default_memory_limit(dist) : parse_size(a.memory_limit);
     io::DatasetInfo mine = info;
     mine.rows = r1 - r0;
-    plan = plan_memory<T>(mine, limit, k, !weights.empty(), info.format == io::Format::kCsv,
-                          half_input ? sizeof(std::uint16_t) : sizeof(T));
+    // The pruning bounds are planned for; where they would not fit, auto prunes less (not at
+    // all) rather than fail.
+    const bool csv = info.format == io::Format::kCsv;
+    const std::size_t x_elem = half_input ? sizeof(std::uint16_t) : sizeof(T);
+    try {
+      plan = plan_memory<T>(mine, limit, k, !weights.empty(), csv, x_elem, a.prune != "off");
+    } catch (const UsageError&) {
+      if (a.prune != "auto") throw;
+      plan = plan_memory<T>(mine, limit, k, !weights.empty(), csv, x_elem, false);
+      prune_off = true;
+    }
   });
   set_run_options(a, k, opt);
+  if (prune_off) opt.prune = Prune::kOff;
   opt.callback = [&](const IterationStats& s) { return progress.iteration(s); };
 
   KMeansResult<T> result;
@@ -596,6 +616,9 @@ int run_fit_batch(const FitArgs& a, const io::DatasetInfo& info) {
 int cmd_fit(const FitArgs& a) {
   if (a.n_init < 1) throw UsageError("--n-init must be >= 1");
   if (a.max_iter < 1) throw UsageError("--max-iter must be >= 1");
+  if (a.prune != "auto" && a.prune != "on" && a.prune != "off") {
+    throw UsageError("--prune must be auto, on or off, not '" + a.prune + "'");
+  }
   if (!(a.tol >= 0)) throw UsageError("--tol must be >= 0");
   if (a.threads < 0) throw UsageError("--threads must be >= 0 (0 = all cores)");
   if (!a.memory_limit.empty()) parse_size(a.memory_limit);
@@ -885,6 +908,10 @@ int run(int argc, char** argv) {
   fit_cmd->add_option("--dim", fa.dim, "row length of a raw float32 file");
   fit_cmd->add_option("--report", fa.report, "write a self-contained HTML report (inertia curve, cluster sizes)");
   fit_cmd->add_option("--target", fa.target, "force a SIMD target (see `flashkm info --targets`)");
+  fit_cmd->add_option("--prune", fa.prune,
+                      "auto, on or off: skip the distances that bounds prove useless (Euclidean and cosine); "
+                      "the result is bitwise the same either way")
+      ->capture_default_str();
   fit_cmd->add_flag("--json", fa.json, "print a JSON summary with the whole history on stdout");
   fit_cmd->add_flag("--distributed", fa.distributed,
                     "under mpirun: each rank reads and clusters its share of the rows (MPI engine); "

@@ -60,8 +60,9 @@ bool Progress::iteration(const IterationStats& s) {
     if (n_init_ > 1) std::snprintf(run, sizeof run, "run %d/%d  ", s.init_run + 1, n_init_);
     char line[256];
     std::snprintf(line, sizeof line,
-                  "%siter %4d/%d  inertia %.6e  shift %.3e  changed %zu%s  %.3f s/iter  ETA <= %s",
+                  "%siter %4d/%d  inertia %.6e  shift %.3e  changed %zu  distances %.3g%s  %.3f s/iter  ETA <= %s",
                   run, s.iteration, max_iter_, s.inertia, s.center_shift, s.labels_changed,
+                  static_cast<double>(s.distances),
                   s.empty_relocated ? ("  relocated " + std::to_string(s.empty_relocated)).c_str() : "",
                   per, human_seconds(left).c_str());
     if (tty_) {
@@ -126,6 +127,7 @@ std::string json_history(const std::vector<IterationStats>& history) {
            ", \"iteration\": " + std::to_string(h.iteration) + ", \"inertia\": " + json_number(h.inertia) +
            ", \"center_shift\": " + json_number(h.center_shift) +
            ", \"labels_changed\": " + std::to_string(h.labels_changed) +
+           ", \"distances\": " + std::to_string(h.distances) +
            ", \"empty_relocated\": " + std::to_string(h.empty_relocated) +
            ", \"seconds\": " + json_number(h.seconds) + "}";
   }

@@ -533,13 +533,14 @@ std::string iteration_table(const ReportData& d) {
   if (d.history.empty()) return t + "<p>No iterations were recorded.</p>\n</details>\n";
   t += "<table class=\"iterations\">\n<thead><tr><th class=\"num\">run</th><th class=\"num\">iteration</th>"
        "<th class=\"num\">inertia</th><th class=\"num\">center shift</th><th class=\"num\">labels changed</th>"
-       "<th class=\"num\">empty relocated</th><th class=\"num\">seconds</th></tr></thead>\n<tbody>\n";
+       "<th class=\"num\">distances computed</th><th class=\"num\">empty relocated</th><th class=\"num\">seconds</th></tr></thead>\n<tbody>\n";
   for (const IterationStats& it : d.history) {
     t += it.init_run == d.best_init ? "<tr class=\"best\">" : "<tr>";
     t += "<td class=\"num\">" + std::to_string(it.init_run) + "</td><td class=\"num\">" +
          std::to_string(it.iteration) + "</td><td class=\"num\">" + shown(it.inertia, 10) +
          "</td><td class=\"num\">" + shown(it.center_shift, 4) + "</td><td class=\"num\">" +
-         grouped(it.labels_changed) + "</td><td class=\"num\">" + grouped(it.empty_relocated) +
+         grouped(it.labels_changed) + "</td><td class=\"num\">" + grouped(it.distances) +
+         "</td><td class=\"num\">" + grouped(it.empty_relocated) +
          "</td><td class=\"num\">" + shown(it.seconds, 3) + "</td></tr>\n";
   }
   return t + "</tbody>\n</table>\n</details>\n";

@@ -32,6 +32,16 @@ enum class Metric {
 };
 // Under kCosine and kDot an empty cluster keeps its centroid (no relocation to far points).
 
+/// Whether Lloyd iterations skip the distances that triangle-inequality bounds prove useless
+/// (docs/KERNELS.md, "Bounded assignment"). Pruning changes the speed, never the answer: labels,
+/// centroids, inertia, n_iter and every statistic but `distances` and `seconds` are bitwise
+/// those of the unpruned run.
+enum class Prune {
+  kAuto,  ///< prune where it is possible and the bounds fit in memory (at most X's own size)
+  kOn,    ///< always prune (Euclidean and cosine; InvalidArgument for Metric::kDot)
+  kOff,   ///< compute every point-centroid distance in every iteration
+};
+
 /// Why a run stopped.
 enum class StopReason {
   kTolerance,  ///< sum of squared centroid shifts <= tol * mean per-feature variance of X
@@ -50,6 +60,8 @@ struct IterationStats {
   double seconds = 0;             ///< wall time of the iteration
   int init_run = 0;               ///< which of the n_init runs this iteration belongs to
   std::size_t member = 0;         ///< which batch member (fit_batch); 0 for fit
+  std::uint64_t distances = 0;    ///< point-centroid distances computed by the assignment:
+                                  ///< N * K without pruning, fewer where bounds skip them
 };
 
 /// Called after every iteration; return false to stop the run (StopReason::kCallback).
@@ -73,6 +85,7 @@ struct KMeansOptions {
   IterationCallback callback{};        ///< optional progress callback
   std::string target{};                ///< SIMD target to force ("" = best available, or the
                                        ///< FLASHKM_TARGET environment variable when set)
+  Prune prune = Prune::kAuto;          ///< bounded assignment (see Prune); never changes the result
   Metric metric = Metric::kEuclidean;  ///< cosine / dot: see Metric. The inertia becomes
                                        ///< sum w (1 - cos) and -sum w x.c; tol is absolute on
                                        ///< the (unit) centroids for cosine

@@ -48,6 +48,7 @@ nb::dict stats_dict(const flashkm::IterationStats& s) {
   d["inertia"] = s.inertia;
   d["center_shift"] = s.center_shift;
   d["labels_changed"] = s.labels_changed;
+  d["distances"] = s.distances;
   d["empty_relocated"] = s.empty_relocated;
   d["seconds"] = s.seconds;
   d["init_run"] = s.init_run;
@@ -69,6 +70,13 @@ flashkm::Metric metric_of(const std::string& name) {
   if (name == "cosine") return flashkm::Metric::kCosine;
   if (name == "dot") return flashkm::Metric::kDot;
   throw flashkm::InvalidArgument("metric must be 'euclidean', 'cosine' or 'dot', got '" + name + "'");
+}
+
+flashkm::Prune prune_of(const std::string& name) {
+  if (name == "auto") return flashkm::Prune::kAuto;
+  if (name == "on") return flashkm::Prune::kOn;
+  if (name == "off") return flashkm::Prune::kOff;
+  throw flashkm::InvalidArgument("prune must be 'auto', 'on' or 'off', got '" + name + "'");
 }
 
 // The init argument: 'k-means++', 'random', or 'explicit' when centroids are given.
@@ -134,9 +142,11 @@ template <class T>
 nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init,
              std::optional<Matrix<T>> init_centroids, int n_init, int max_iter, double tol,
              std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
-             std::optional<nb::callable> callback, const std::string& target, const std::string& metric) {
+             std::optional<nb::callable> callback, const std::string& target, const std::string& metric,
+             const std::string& prune) {
   flashkm::KMeansOptions o = kmeans_options<T>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
                                                n_threads, sample_weight, target, metric);
+  o.prune = prune_of(prune);
   o.callback = python_callback(callback);
   flashkm::KMeansResult<T> r;
   {
@@ -161,9 +171,11 @@ flashkm::HalfView half_view(const HalfMatrix& X, const std::string& kind) {
 nb::dict fit_half(const HalfMatrix& X, const std::string& kind, std::size_t n_clusters, const std::string& init,
                   std::optional<Matrix<float>> init_centroids, int n_init, int max_iter, double tol,
                   std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
-                  std::optional<nb::callable> callback, const std::string& target, const std::string& metric) {
+                  std::optional<nb::callable> callback, const std::string& target, const std::string& metric,
+                  const std::string& prune) {
   flashkm::KMeansOptions o = kmeans_options<float>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
                                                    n_threads, sample_weight, target, metric);
+  o.prune = prune_of(prune);
   o.callback = python_callback(callback);
   const flashkm::HalfView hv = half_view(X, kind);
   flashkm::KMeansResult<float> r;
@@ -292,7 +304,7 @@ template <class T>
 void bind_dtype(nb::module_& m) {
   m.def("fit", &fit<T>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(),
-        "callback"_a.none(), "target"_a, "metric"_a = "euclidean");
+        "callback"_a.none(), "target"_a, "metric"_a = "euclidean", "prune"_a = "auto");
   m.def("predict", &predict<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a, "metric"_a = "euclidean");
   m.def("transform", &transform<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a,
         "metric"_a = "euclidean");
@@ -319,7 +331,7 @@ NB_MODULE(_core, m) {
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "metric"_a = "euclidean");
   m.def("fit_half", &fit_half, "X"_a, "kind"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(), "callback"_a.none(),
-        "target"_a, "metric"_a = "euclidean");
+        "target"_a, "metric"_a = "euclidean", "prune"_a = "auto");
   m.def("predict_half", &predict_half, "X"_a, "kind"_a, "centroids"_a, "n_threads"_a, "target"_a,
         "metric"_a = "euclidean");
   m.def("available_targets", &flashkm::available_targets,

@@ -68,6 +68,14 @@ class Engine {
   /// empty to let the driver's own initialisation run.
   virtual std::vector<double> initial_centroids(InitMethod, std::size_t, std::mt19937_64&) { return {}; }
 
+  /// Starts a Lloyd run with k centroids: forgets every point's pruning bounds. With `prune` on (or auto and
+  /// the engine finds it worthwhile) the following assign_update calls of the run skip the
+  /// distances their bounds prove useless, with bitwise the same results. Returns whether
+  /// pruning is on. Must be called before the run's first assign_update.
+  virtual bool begin_run(Prune prune, std::size_t k) = 0;
+  /// Point-centroid distances computed by the last assign_update (over all of an engine's parts).
+  virtual std::uint64_t last_distances() const = 0;
+
   /// Makes these the centroids of the following assign / distance calls.
   virtual void set_centroids(const double* centroids, std::size_t k) = 0;
   /// FlashAssign: labels and squared distances to the nearest centroid; returns how many

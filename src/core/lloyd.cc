@@ -94,6 +94,8 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
   std::vector<double> sums(k * dim), wsums(k), next(k * dim), fixed(k * dim);
   std::vector<char> is_fixed(k);
 
+  // The inner-product metric has no triangle inequality to prune with (see KERNELS.md).
+  engine.begin_run(metric == Metric::kDot ? Prune::kOff : options.prune, k);
   bool final_assign_needed = true;
   for (int it = 1; it <= options.max_iter; ++it) {
     const auto t0 = Clock::now();
@@ -130,6 +132,7 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
     stats.inertia = inertia;
     stats.center_shift = shift;
     stats.labels_changed = changed;
+    stats.distances = engine.last_distances();
     stats.empty_relocated = relocated;
     stats.init_run = init_run;
     stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -77,6 +77,10 @@ void check_options(const KMeansOptions& o, std::size_t n, std::size_t dim, bool 
   if (o.n_threads < 0) {
     throw InvalidArgument("n_threads = " + std::to_string(o.n_threads) + " must be >= 0 (0 = all cores)");
   }
+  if (o.prune == Prune::kOn && o.metric == Metric::kDot) {
+    throw InvalidArgument("prune = on is not available for the dot metric: inner products obey no triangle "
+                          "inequality to bound them with (use auto or off)");
+  }
   if (o.init == InitMethod::kExplicit) {
     std::visit(
         [&](auto view) {

@@ -17,6 +17,7 @@
 #include "core/half_source.hpp"
 #include "cpu/aligned_buffer.hpp"
 #include "cpu/amx.hpp"
+#include "cpu/bounds.hpp"
 #include "cpu/kernel_table.hpp"
 #include "flashkm/errors.hpp"
 
@@ -191,6 +192,16 @@ class CpuEngine final : public Engine<T> {
 
   std::vector<FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override {
     m = std::min(m, n_);
+    // A pruned assignment left some rows' distances from an earlier iteration: recompute them
+    // all with the plain kernels against the same centroids (the labels cannot change; the
+    // bounds proved them). Rare: only iterations that empty a cluster get here.
+    std::vector<T> fresh;
+    if (dist_stale_) {
+      std::vector<std::int32_t> relabel(labels, labels + n_);
+      fresh.resize(n_);
+      assign(relabel.data(), fresh.data());
+      dist = fresh.data();
+    }
     std::vector<std::size_t> order(n_);
     for (std::size_t i = 0; i < n_; ++i) order[i] = i;
     auto farther = [&](std::size_t a, std::size_t b) { return dist[a] > dist[b] || (dist[a] == dist[b] && a < b); };
@@ -342,9 +353,11 @@ class CpuEngine final : public Engine<T> {
   double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
                        double* sums, double* wsums, std::size_t* changed) override {
     set_centroids(centroids, k);
+    prepare_bounds(centroids, k);
     begin_sums(centroids, k, sums, wsums);
     double inertia = 0;
     std::size_t total_changed = 0;
+    counts_ = {};
     const bool fused = fused_fits(k);
     const std::size_t group = group_rows();
     for_each_chunk([&](const Chunk<T>& ch) {
@@ -355,16 +368,367 @@ class CpuEngine final : public Engine<T> {
       // Assign a group of super-blocks, then reduce it while some of it is still in the caches.
       for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
         const std::size_t r1 = std::min(ch.x.rows, r0 + group);
-        total_changed += assign_chunk(ch, r0, r1, labels, dist);
+        total_changed += iter_bounded_ ? bounded_chunk(ch, r0, r1, labels, dist) : assign_chunk(ch, r0, r1, labels, dist);
         update_group(ch, r0, r1, labels, k, sums, wsums, &inertia);
       }
     });
     end_sums(k, sums, wsums);
     *changed = total_changed;
+    if (iter_bounded_) {
+      last_distances_ = counts_.distances;
+      dist_stale_ = counts_.pruned > 0;
+      bounds_valid_ = true;
+      prev_c_.swap(cur_c_);
+    } else {
+      last_distances_ = static_cast<std::uint64_t>(n_) * k;
+      dist_stale_ = false;
+    }
     return inertia;
   }
 
+  std::uint64_t last_distances() const override { return last_distances_; }
+
+  bool begin_run(Prune prune, std::size_t k) override {
+    prune_ = false;
+    bounds_valid_ = false;
+    dist_stale_ = false;
+    iter_bounded_ = false;
+    grouped_ = false;
+    if (prune == Prune::kOff || k == 0) return false;
+    // Groups of whole panels, in index order: one panel each (Yinyang's K/10 centroids per
+    // group is about one panel of 16 or 32 at the K where grouping pays), fewer and larger
+    // groups where their float lower bounds would outgrow X itself (4 (1 + G) bytes per row).
+    const PanelKernels<T>* panel = k <= table_->narrow.nr ? &table_->narrow : &table_->wide;
+    const std::size_t npanels = (k + panel->nr - 1) / panel->nr;
+    const std::size_t fit = row_bytes_ / 4 > 1 ? row_bytes_ / 4 - 1 : 1;
+    const std::size_t cap = std::min(kMaxGroups, fit);
+    const std::size_t per = (npanels + cap - 1) / cap;
+    group_size_ = per * panel->nr;
+    groups_ = (k + group_size_ - 1) / group_size_;
+    if (prune == Prune::kAuto && 4 * (1 + groups_) > row_bytes_) return false;
+    // The largest row norm, for the guard against scores beyond float range.
+    rmax_ = 0;
+    for_each_chunk([&](const Chunk<T>& ch) {
+      double mx = 0;
+#pragma omp parallel for num_threads(threads_) schedule(static) reduction(max : mx)
+      for (std::size_t i = 0; i < ch.x.rows; ++i) {
+        const T* row = ch.x.row(i);
+        double sq = 0;
+        for (std::size_t j = 0; j < dim_; ++j) {
+          const double v = static_cast<double>(static_cast<T>(row[j] - shift_t_[j]));
+          sq += v * v;
+        }
+        mx = std::max(mx, sq);
+      }
+      rmax_ = std::max(rmax_, mx);
+    });
+    rmax_ = std::sqrt(rmax_) * (1 + 0x1p-30);
+    ub_.assign(n_, 0.0f);
+    lb_.assign(n_ * groups_, 0.0f);
+    prune_ = true;
+    return true;
+  }
+
  private:
+  // ---- Bounded assignment (docs/KERNELS.md, "Bounded assignment") ----
+
+  // Most lower bounds kept per row (Yinyang groups).
+  static constexpr std::size_t kMaxGroups = 64;
+
+  struct BoundCounts {
+    std::uint64_t distances = 0;
+    std::uint64_t pruned = 0;
+  };
+
+  // Per-thread scratch of the bounded assignment.
+  struct BoundScratch {
+    std::vector<std::pair<std::int32_t, std::uint32_t>> keyed;  // (label, row) of the survivors
+    std::vector<std::uint32_t> idx;
+    std::vector<T> xp, xnorm, min1, min2, best_s;
+    std::vector<std::int32_t> idx1, best_j;
+    std::vector<double> eps;
+    std::vector<char> computed;
+  };
+
+  BoundScratch make_scratch() const {
+    BoundScratch s;
+    const std::size_t P = table_->center_pad;
+    s.idx.resize(P);
+    s.xp.resize(P * dim_);
+    s.xnorm.resize(P);
+    s.min1.resize(P * groups_);
+    s.min2.resize(P * groups_);
+    s.idx1.resize(P * groups_);
+    s.best_s.resize(P);
+    s.best_j.resize(P);
+    s.eps.resize(P);
+    s.computed.resize(groups_);
+    return s;
+  }
+
+  // Rows per sorting block of the bounded assignment: survivors are sorted by label within it
+  // and scored a sliver at a time. A power of two no larger than a fused tile, so the blocks
+  // are the same whichever path or chunking delivers the rows (the distance counts too).
+  std::size_t bound_block_rows() const { return std::min<std::size_t>(512, fused_tile_rows(row_bytes_)); }
+
+  // The centroids as the kernels multiply them, their norms and drifts, and the iteration's
+  // slack; decides whether this assign_update runs bounded.
+  void prepare_bounds(const double* centroids, std::size_t k) {
+    iter_bounded_ = false;
+    if (!prune_) return;
+    cur_c_.resize(k * dim_);
+    for (std::size_t i = 0; i < k * dim_; ++i) cur_c_[i] = static_cast<T>(centroids[i]);
+    const double rel = 1 + static_cast<double>(dim_ + 4) * 0x1p-52;  // double sums of squares
+    double nmin = std::numeric_limits<double>::infinity(), nmax = 0;
+    for (std::size_t c = 0; c < k; ++c) {
+      double sq = 0;
+      for (std::size_t j = 0; j < dim_; ++j) {
+        const double v = static_cast<double>(cur_c_[c * dim_ + j]);
+        sq += v * v;
+      }
+      nmin = std::min(nmin, sq / rel);
+      nmax = std::max(nmax, sq * rel);
+    }
+    bounds::Slack& sl = slack_;
+    sl.cmax = std::sqrt(nmax) * (1 + 0x1p-50);
+    sl.factor = 4 * bounds::gamma<T>(2 * dim_ + 4);
+    sl.eta = 8 * static_cast<double>(dim_ + 4) * static_cast<double>(std::numeric_limits<T>::denorm_min());
+    sl.nmin = inner_product_ ? nmin : 0;
+    sl.nmax = inner_product_ ? nmax : 0;
+    sl.dn = inner_product_ ? nmax - nmin + std::ldexp(nmax, -50) : 0;
+    // Scores and bounds must stay far inside float range (the float bounds, and the kernels'
+    // float scores, whose NaN and infinity rules the bounded path does not reproduce).
+    const double big = (sl.cmax + rmax_) * (sl.cmax + rmax_);
+    if (!(big < 1e30)) {
+      bounds_valid_ = false;
+      return;
+    }
+    if (bounds_valid_ && prev_c_.size() != cur_c_.size()) bounds_valid_ = false;
+    if (!grouped_ || order_.size() != k) make_groups(centroids, k);
+    // The centroids packed in group order, with each position's centroid index.
+    {
+      std::vector<double> permuted(k * dim_);
+      for (std::size_t p = 0; p < k; ++p) {
+        std::copy_n(centroids + order_[p] * dim_, dim_, permuted.begin() + static_cast<std::ptrdiff_t>(p * dim_));
+      }
+      T* bp = bpacked_.reserve(panel_->packed_size(k, dim_));
+      panel_->pack_centroids(permuted.data(), k, dim_, bp);
+      const std::size_t kpad = (k + panel_->nr - 1) / panel_->nr * panel_->nr;
+      if (inner_product_) std::fill_n(bp + kpad * dim_, k, T(0));
+      ids_.assign(kpad, std::numeric_limits<T>::infinity());
+      for (std::size_t p = 0; p < k; ++p) ids_[p] = static_cast<T>(order_[p]);
+    }
+    if (bounds_valid_) {
+      drift_.assign(k, 0.0);
+      gdrift_.assign(groups_, 0.0);
+      for (std::size_t c = 0; c < k; ++c) {
+        double sq = 0;
+        for (std::size_t j = 0; j < dim_; ++j) {
+          // Differences of two T values are exact in double.
+          const double e = static_cast<double>(cur_c_[c * dim_ + j]) - static_cast<double>(prev_c_[c * dim_ + j]);
+          sq += e * e;
+        }
+        drift_[c] = std::sqrt(sq) * rel * (1 + 0x1p-50);
+        const std::size_t g = pos_of_[c] / group_size_;
+        gdrift_[g] = std::max(gdrift_[g], drift_[c]);
+      }
+    }
+    iter_bounded_ = true;
+  }
+
+  // Yinyang's groups: centroids that are close together, so that a row far from a group is far
+  // from all of it. Balanced recursive bisection of the first iteration's centroids (a group is
+  // whole panels, so every group but the last holds exactly group_size_): split along the line
+  // between two mutually far centroids, at the projection's order statistic. Kept for the run.
+  void make_groups(const double* c, std::size_t k) {
+    order_.resize(k);
+    for (std::size_t i = 0; i < k; ++i) order_[i] = static_cast<std::uint32_t>(i);
+    const std::size_t dim = dim_, gs = group_size_;
+    auto sq = [&](std::size_t a, std::size_t b) {
+      double t = 0;
+      for (std::size_t j = 0; j < dim; ++j) {
+        const double e = c[a * dim + j] - c[b * dim + j];
+        t += e * e;
+      }
+      return t;
+    };
+    std::vector<std::pair<double, std::uint32_t>> proj;
+    std::vector<std::pair<std::size_t, std::size_t>> todo{{0, k}};
+    while (!todo.empty()) {
+      const auto [lo, hi] = todo.back();
+      todo.pop_back();
+      if (hi - lo <= gs) continue;
+      const std::size_t ng = (hi - lo + gs - 1) / gs, left = ng / 2 * gs;
+      auto farthest_from = [&](std::size_t a) {
+        std::size_t best = order_[lo];
+        double bd = -1;
+        for (std::size_t p = lo; p < hi; ++p) {
+          const double dd = sq(a, order_[p]);
+          if (dd > bd) {
+            bd = dd;
+            best = order_[p];
+          }
+        }
+        return best;
+      };
+      const std::size_t b = farthest_from(order_[lo]), e = farthest_from(b);
+      proj.clear();
+      for (std::size_t p = lo; p < hi; ++p) {
+        double t = 0;
+        for (std::size_t j = 0; j < dim; ++j) t += c[order_[p] * dim + j] * (c[b * dim + j] - c[e * dim + j]);
+        proj.emplace_back(t, order_[p]);
+      }
+      std::sort(proj.begin(), proj.end());
+      for (std::size_t p = lo; p < hi; ++p) order_[p] = proj[p - lo].second;
+      todo.emplace_back(lo, lo + left);
+      todo.emplace_back(lo + left, hi);
+    }
+    pos_of_.resize(k);
+    for (std::size_t p = 0; p < k; ++p) pos_of_[order_[p]] = static_cast<std::uint32_t>(p);
+    grouped_ = true;
+  }
+
+  // Bounded FlashAssign over rows [r0, r1) of a chunk, in parallel blocks; returns the labels
+  // changed and adds to counts_.
+  std::size_t bounded_chunk(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* labels, T* dist) {
+    const std::size_t bb = bound_block_rows();
+    const std::size_t nb = (r1 - r0 + bb - 1) / bb;
+    std::size_t changed = 0;
+    std::uint64_t distances = 0, pruned = 0;
+#pragma omp parallel num_threads(threads_) reduction(+ : changed, distances, pruned)
+    {
+      BoundScratch s = make_scratch();
+      BoundCounts c;
+#pragma omp for schedule(dynamic, 1)
+      for (std::size_t b = 0; b < nb; ++b) {
+        changed += bounded_block(ch, r0 + b * bb, std::min(r1, r0 + (b + 1) * bb), labels + ch.first,
+                                 dist + ch.first, s, c);
+      }
+      distances += c.distances;
+      pruned += c.pruned;
+    }
+    counts_.distances += distances;
+    counts_.pruned += pruned;
+    return changed;
+  }
+
+  // Rows [r0, r1) of a chunk on one thread, in sorting blocks (lab and dst chunk-local).
+  std::size_t bounded_rows(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* lab, T* dst,
+                           BoundScratch& s, BoundCounts& c) {
+    std::size_t changed = 0;
+    const std::size_t bb = bound_block_rows();
+    for (std::size_t b = r0; b < r1; b += bb) changed += bounded_block(ch, b, std::min(r1, b + bb), lab, dst, s, c);
+    return changed;
+  }
+
+  // One sorting block. Each row's bounds first follow its centroids' drifts; a row whose upper
+  // bound stays below its lower bounds by the scores' rounding slack keeps its label and
+  // computes nothing. The others are sorted by label and scored a sliver at a time: first the
+  // groups of their own centroids, then every group whose lower bound does not exceed the
+  // best score found, by the same micro-kernel and arithmetic as assign_rows. A group skipped
+  // for a row provably holds no centroid whose float score could reach the row's best, so the
+  // label (lowest index among equal scores) and distance are bitwise assign_rows' own.
+  std::size_t bounded_block(const Chunk<T>& ch, std::size_t b0, std::size_t b1, std::int32_t* lab, T* dst,
+                            BoundScratch& s, BoundCounts& counts) {
+    const std::size_t G = groups_, gs = group_size_, P = table_->center_pad, dim = dim_, k = k_;
+    const bounds::Slack& sl = slack_;
+    const bool valid = bounds_valid_;
+    s.keyed.clear();
+    for (std::size_t r = b0; r < b1; ++r) {
+      if (!valid) {
+        s.keyed.emplace_back(0, static_cast<std::uint32_t>(r));
+        continue;
+      }
+      const std::size_t gr = ch.first + r;
+      const std::int32_t a = lab[r];
+      const float U = bounds::up_add(ub_[gr], drift_[static_cast<std::size_t>(a)]);
+      ub_[gr] = U;
+      float* lb = lb_.data() + gr * G;
+      float lmin = std::numeric_limits<float>::infinity();
+      for (std::size_t g = 0; g < G; ++g) {
+        const float l = bounds::down_sub(lb[g], gdrift_[g]);
+        lb[g] = l;
+        lmin = std::min(lmin, l);
+      }
+      const double u = U, l = lmin;
+      // The row's norm is at most U + cmax (triangle inequality through its centroid).
+      if (u * u + 2 * sl.eps(u + sl.cmax) + sl.dn < l * l * bounds::kTestMargin) {
+        ++counts.pruned;
+        continue;
+      }
+      s.keyed.emplace_back(static_cast<std::int32_t>(pos_of_[static_cast<std::size_t>(a)]), static_cast<std::uint32_t>(r));
+    }
+    // Survivors of one centroid, then of its group, go together: a sliver's rows mostly need
+    // the same groups.
+    if (valid) std::sort(s.keyed.begin(), s.keyed.end());
+    std::size_t changed = 0;
+    const std::size_t ns = s.keyed.size();
+    const double rel_x = 1.0 / (1.0 - bounds::gamma<T>(2 * dim + 4));
+    for (std::size_t s0 = 0; s0 < ns; s0 += P) {
+      const std::size_t m = std::min(P, ns - s0);
+      for (std::size_t i = 0; i < m; ++i) s.idx[i] = s.keyed[s0 + i].second;
+      table_->pack_rows(ch.pts, s.idx.data(), m, s.xp.data(), s.xnorm.data());
+      std::fill(s.computed.begin(), s.computed.end(), 0);
+      for (std::size_t i = 0; i < m; ++i) {
+        s.best_s[i] = std::numeric_limits<T>::infinity();
+        s.best_j[i] = std::numeric_limits<std::int32_t>::max();
+        s.eps[i] = sl.eps(std::sqrt(static_cast<double>(s.xnorm[i]) * rel_x) * (1 + 0x1p-40));
+      }
+      auto score = [&](std::size_t g) {
+        const std::size_t c0 = g * gs, c1 = std::min(k, c0 + gs);
+        panel_->group_min(s.xp.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data() + g * P,
+                          s.idx1.data() + g * P, s.min2.data() + g * P);
+        s.computed[g] = 1;
+        counts.distances += m * (c1 - c0);
+        for (std::size_t i = 0; i < m; ++i) {
+          const T v = s.min1[g * P + i];
+          const std::int32_t j = s.idx1[g * P + i];
+          if (v < s.best_s[i] || (v == s.best_s[i] && j < s.best_j[i])) {
+            s.best_s[i] = v;
+            s.best_j[i] = j;
+          }
+        }
+      };
+      if (!valid) {
+        for (std::size_t g = 0; g < G; ++g) score(g);
+      } else {
+        for (std::size_t i = 0; i < m; ++i) {
+          const std::size_t g = pos_of_[static_cast<std::size_t>(lab[s.idx[i]])] / gs;
+          if (!s.computed[g]) score(g);
+        }
+        for (std::size_t g = 0; g < G; ++g) {
+          if (s.computed[g]) continue;
+          for (std::size_t i = 0; i < m; ++i) {
+            // Every score in g is at least L^2 - ||x||^2 - nmax - eps: skip g if that exceeds
+            // the best score found (so none can equal it either).
+            const double l = lb_[(ch.first + s.idx[i]) * G + g];
+            const double thr = static_cast<double>(s.best_s[i]) + static_cast<double>(s.xnorm[i]) + 2 * s.eps[i] + sl.nmax;
+            if (!(l * l * bounds::kTestMargin > thr)) {
+              score(g);
+              break;
+            }
+          }
+        }
+      }
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::size_t r = s.idx[i], gr = ch.first + r;
+        const std::int32_t label = s.best_j[i];
+        changed += lab[r] != label;
+        lab[r] = label;
+        dst[r] = std::max(T(0), s.xnorm[i] + s.best_s[i]);
+        const double x = s.xnorm[i], e = s.eps[i];
+        ub_[gr] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(s.best_s[i]) + x + e + sl.nmax)));
+        float* lb = lb_.data() + gr * G;
+        for (std::size_t g = 0; g < G; ++g) {
+          if (!s.computed[g]) continue;
+          const T v = s.idx1[g * P + i] == label ? s.min2[g * P + i] : s.min1[g * P + i];
+          lb[g] = bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - e + sl.nmin)));
+        }
+      }
+    }
+    return changed;
+  }
+
   template <class Fn>
   void for_each_chunk(Fn&& fn) {
     data_.for_each_chunk(granule_, [&](MatrixView<T> x, std::size_t first) {
@@ -554,11 +918,14 @@ class CpuEngine final : public Engine<T> {
       {
         std::vector<std::uint32_t> off(k + 1), perm(tr);
         std::vector<double> sq(dim);
+        BoundScratch bs = iter_bounded_ ? make_scratch() : BoundScratch{};
+        BoundCounts bc;
 #pragma omp for schedule(dynamic, 1)
         for (std::size_t w = 0; w < nw; ++w) {
           const std::size_t r0 = (t0 + w) * tr;
           const std::size_t r1 = std::min(n, r0 + tr);
-          tile_changed[w] = assign_rows(ch.pts, r0, r1, lab, dst);
+          tile_changed[w] = iter_bounded_ ? bounded_rows(ch, r0, r1, lab, dst, bs, bc)
+                                          : assign_rows(ch.pts, r0, r1, lab, dst);
           std::fill(off.begin(), off.end(), 0u);
           for (std::size_t i = r0; i < r1; ++i) ++off[static_cast<std::size_t>(lab[i]) + 1];
           for (std::size_t c = 0; c < k; ++c) off[c + 1] += off[c];
@@ -589,6 +956,11 @@ class CpuEngine final : public Engine<T> {
             for (std::size_t j = 0; j < dim; ++j) sums[c * dim + j] += p[j];
             wsums[c] += part_w_[w * k + c];
           }
+        }
+#pragma omp critical(flashkm_bound_counts)
+        {
+          counts_.distances += bc.distances;
+          counts_.pruned += bc.pruned;
         }
       }
       for (std::size_t w = 0; w < nw; ++w) {
@@ -726,6 +1098,29 @@ class CpuEngine final : public Engine<T> {
 
   std::size_t k_ = 0;
   AlignedBuffer<T> packed_;
+
+  // Bounded assignment: per-row bounds on exact distances (ub_: to the row's centroid; lb_:
+  // groups_ per row, to every other centroid of each group), valid for the labels of the last
+  // assign_update while bounds_valid_.
+  bool prune_ = false;         // this run prunes
+  bool bounds_valid_ = false;
+  bool iter_bounded_ = false;  // the current assign_update runs bounded
+  bool dist_stale_ = false;    // some rows' dist were not recomputed by the last assign_update
+  std::size_t groups_ = 1;
+  std::size_t group_size_ = 1;  // centroids per group (whole panels)
+  std::vector<float> ub_, lb_;
+  std::vector<T> cur_c_, prev_c_;  // centroids as the kernels multiply them, k x dim
+  bool grouped_ = false;           // order_ holds this run's groups
+  std::vector<std::uint32_t> order_;   // packed position -> centroid index (groups contiguous)
+  std::vector<std::uint32_t> pos_of_;  // centroid index -> packed position
+  AlignedBuffer<T> bpacked_;           // the centroids packed in order_
+  std::vector<T> ids_;                 // centroid index of each packed position, as T
+  std::vector<double> drift_, gdrift_;
+  double rmax_ = 0;
+  bounds::Slack slack_;
+  BoundCounts counts_;
+  std::uint64_t last_distances_ = 0;
+
 
   std::vector<std::uint64_t> hist_;
   std::vector<std::uint64_t> offsets_;

@@ -48,6 +48,17 @@ struct PanelKernels {
   /// Squared distances of rows [r0, r1) to all k packed centroids, out[(r - r0) * ldo + c].
   void (*sqdist_rows)(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
                       std::size_t r1, T* out, std::size_t ldo);
+
+  /// Bounded assignment's scoring of one centroid group: for a sliver packed by
+  /// KernelTable::pack_rows (center_pad rows, the first m in use) and the packed positions
+  /// [c0, c1) (c0 a multiple of nr; c1 a multiple of nr or k), per row i: min1[i] = the smallest
+  /// score ||c||^2 - 2 x.c over them, bitwise as assign_rows computes that pair's score;
+  /// idx1[i] = the lowest centroid index holding it, where ids[p] is the index of the centroid
+  /// packed at position p, as T (the packing may be in any order; padding positions hold
+  /// +inf); min2[i] = the smallest score of the others (+inf if none). Only the sliver and the
+  /// group's panels are touched: nothing rows x K is written.
+  void (*group_min)(const T* xp, std::size_t dim, const T* packed, const T* ids, std::size_t k,
+                    std::size_t c0, std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2);
 };
 
 template <class T>
@@ -77,6 +88,10 @@ struct KernelTable {
   /// pairs bitwise as assign_rows would.
   void (*center_rows)(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* out, T* xnorm);
   std::size_t center_pad;
+
+  /// The rows idx[0..m) (m <= center_pad, any order) packed as one sliver for group_min:
+  /// centred and normed exactly as assign_rows packs them, rows m..center_pad zero.
+  void (*pack_rows)(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t m, T* xp, T* xnorm);
 
   /// Sort-Inverse Update inner loop: for the n points idx[0..n) (one cluster's run, in order),
   /// sum[j] += w * x[j] and sq[j] += w * (x[j] - centroid[j])^2 in float64 (the centroid in

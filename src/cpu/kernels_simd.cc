@@ -83,15 +83,16 @@ void PackCentroids(const double* c, std::size_t k, std::size_t dim, T* packed) {
   }
 }
 
-// Copies rows [r, r + m) centred on the shift into `xp` (kMR rows of dim, zero beyond m) and
+// Copies the rows src[0..m) centred on the shift into `xp` (kMR rows of dim, zero beyond m) and
 // writes their squared norms. Centring here, while the rows are packed anyway, is what keeps
-// data with a large common offset exact without a centred copy of X.
+// data with a large common offset exact without a centred copy of X. One out-of-line function
+// serves every caller (contiguous slivers, gathered survivors of the bounded assignment, AMX's
+// re-scoring), so each row's packed values and norm are the same bits whoever packs it.
 template <class T>
-void PackSliver(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* HWY_RESTRICT xp,
-                T* HWY_RESTRICT xnorm) {
+HWY_NOINLINE void PackRowPtrs(const T* const* src_rows, const T* shift, std::size_t dim, std::size_t m,
+                              T* HWY_RESTRICT xp, T* HWY_RESTRICT xnorm) {
   const Tag<T> d;
   const std::size_t L = hn::Lanes(d);
-  const std::size_t dim = pts.dim;
   for (std::size_t i = 0; i < kMR; ++i) {
     T* dst = xp + i * dim;
     if (i >= m) {
@@ -99,22 +100,39 @@ void PackSliver(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* HWY_RE
       xnorm[i] = T(0);
       continue;
     }
-    const T* src = pts.x + (r + i) * pts.stride;
+    const T* src = src_rows[i];
     auto acc = hn::Zero(d);
     std::size_t j = 0;
     for (; j + L <= dim; j += L) {
-      const auto v = hn::Sub(hn::LoadU(d, src + j), hn::LoadU(d, pts.shift + j));
+      const auto v = hn::Sub(hn::LoadU(d, src + j), hn::LoadU(d, shift + j));
       hn::StoreU(v, d, dst + j);
       acc = hn::MulAdd(v, v, acc);
     }
     T norm = hn::GetLane(hn::SumOfLanes(d, acc));
     for (; j < dim; ++j) {
-      const T v = src[j] - pts.shift[j];
+      const T v = src[j] - shift[j];
       dst[j] = v;
       norm += v * v;
     }
     xnorm[i] = norm;
   }
+}
+
+// Rows [r, r + m) of pts as one sliver.
+template <class T>
+void PackSliver(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* HWY_RESTRICT xp,
+                T* HWY_RESTRICT xnorm) {
+  const T* rows[kMR];
+  for (std::size_t i = 0; i < m; ++i) rows[i] = pts.x + (r + i) * pts.stride;
+  PackRowPtrs(rows, pts.shift, pts.dim, m, xp, xnorm);
+}
+
+// Rows idx[0..m) of pts as one sliver (the bounded assignment's survivors).
+template <class T>
+void PackRows(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t m, T* xp, T* xnorm) {
+  const T* rows[kMR];
+  for (std::size_t i = 0; i < m; ++i) rows[i] = pts.x + static_cast<std::size_t>(idx[i]) * pts.stride;
+  PackRowPtrs(rows, pts.shift, pts.dim, m, xp, xnorm);
 }
 
 // The register-blocked micro-kernel: acc[i][v] = sum_j xp[i][j] * panel[j][v*L + lane].
@@ -260,6 +278,68 @@ void SqDistRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::si
         for (std::size_t c = 0; c < kv; ++c) o[c] = std::max(T(0), tile[c]);
       }
     }
+  }
+}
+
+// One centroid group of the bounded assignment (kernel_table.hpp, group_min): the panels of
+// [c0, c1) against one packed sliver, with AssignRows' DotTile and score arithmetic, so that
+// every pair's score is bitwise the one AssignRows computes. Per row and lane it keeps the
+// smallest score, its index (ids: each packed position's centroid index, as T) and the second
+// smallest; the lanes are merged at the end.
+template <class T, std::size_t NV>
+void GroupMin(const T* xp, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
+              std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t nr = NV * L;
+  const std::size_t npanels = (k + nr - 1) / nr;
+  const T* norms = packed + npanels * nr * dim;
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  const V minus2 = hn::Set(d, T(-2));
+  HWY_ALIGN T m1s[kMR * (64 / sizeof(T))];
+  HWY_ALIGN T i1s[kMR * (64 / sizeof(T))];
+  HWY_ALIGN T m2s[kMR * (64 / sizeof(T))];
+  for (std::size_t i = 0; i < kMR; ++i) {
+    hn::Store(inf, d, m1s + i * L);
+    hn::Store(inf, d, i1s + i * L);
+    hn::Store(inf, d, m2s + i * L);
+  }
+  const std::size_t p1 = (c1 + nr - 1) / nr;
+  for (std::size_t p = c0 / nr; p < p1; ++p) {
+    const T* panel = packed + p * nr * dim;
+    const T* pn = norms + p * nr;
+    V acc[kMR][NV];
+    DotTile<NV>(xp, dim, panel, acc);
+#pragma GCC unroll 16
+    for (std::size_t i = 0; i < kMR; ++i) {
+      V a1 = hn::Load(d, m1s + i * L), b1 = hn::Load(d, i1s + i * L), a2 = hn::Load(d, m2s + i * L);
+      for (std::size_t v = 0; v < NV; ++v) {
+        const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, pn + v * L));
+        const V idx = hn::LoadU(d, ids + p * nr + v * L);
+        // The packed order need not be index order: equal scores go to the lower index.
+        const auto lt = hn::Or(hn::Lt(sv, a1), hn::And(hn::Eq(sv, a1), hn::Lt(idx, b1)));
+        a2 = hn::IfThenElse(lt, a1, hn::Min(a2, sv));
+        b1 = hn::IfThenElse(lt, idx, b1);
+        a1 = hn::IfThenElse(lt, sv, a1);
+      }
+      hn::Store(a1, d, m1s + i * L);
+      hn::Store(b1, d, i1s + i * L);
+      hn::Store(a2, d, m2s + i * L);
+    }
+  }
+  for (std::size_t i = 0; i < m; ++i) {
+    const V a1 = hn::Load(d, m1s + i * L), b1 = hn::Load(d, i1s + i * L), a2 = hn::Load(d, m2s + i * L);
+    const V mn = hn::MinOfLanes(d, a1);
+    const auto at_min = hn::Eq(a1, mn);
+    const V best_idx = hn::MinOfLanes(d, hn::IfThenElse(at_min, b1, inf));
+    // The winning lane's runner-up is in a2; every other lane's best is a runner-up too.
+    const auto winner = hn::And(at_min, hn::Eq(b1, best_idx));
+    const V rest = hn::Min(a2, hn::IfThenElse(winner, inf, a1));
+    min1[i] = hn::GetLane(mn);
+    const T bi = hn::GetLane(best_idx);
+    idx1[i] = bi < static_cast<T>(k) ? static_cast<std::int32_t>(bi) : static_cast<std::int32_t>(ids[c0]);
+    min2[i] = hn::GetLane(hn::MinOfLanes(d, rest));
   }
 }
 
@@ -462,13 +542,14 @@ const KernelTable<T>* Table() {
   static const KernelTable<T> table{
       hwy::TargetName(HWY_TARGET),
       {PanelWidth<T, kWideNV>(), &PackedSize<T, kWideNV>, &PackCentroids<T, kWideNV>,
-       &AssignRows<T, kWideNV>, &SqDistRows<T, kWideNV>},
+       &AssignRows<T, kWideNV>, &SqDistRows<T, kWideNV>, &GroupMin<T, kWideNV>},
       {PanelWidth<T, 1>(), &PackedSize<T, 1>, &PackCentroids<T, 1>, &AssignRows<T, 1>,
-       &SqDistRows<T, 1>},
+       &SqDistRows<T, 1>, &GroupMin<T, 1>},
       &SqDistOne<T>,
       &SqDistFew<T>,
       &CenterRows<T>,
       kMR,
+      &PackRows<T>,
       &AccumulateRun<T>};
   return &table;
 }

@@ -166,6 +166,14 @@ class MpiEngine final : public detail::Engine<T> {
     return reduce_step(k, sums, wsums, inertia, changed);
   }
 
+  bool begin_run(Prune prune, std::size_t k) override {
+    bool on = false;
+    collectively([&] { on = local_->begin_run(prune, k); });
+    return on;
+  }
+
+  std::uint64_t last_distances() const override { return distances_; }
+
   std::vector<detail::FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override {
     const std::size_t dim = cols();
     std::vector<detail::FarPoint> mine;
@@ -212,12 +220,15 @@ class MpiEngine final : public detail::Engine<T> {
   // One all-reduce per Lloyd step: sums (K x D), weights (K), inertia, labels changed.
   double reduce_step(std::size_t k, double* sums, double* wsums, double inertia, std::size_t* changed) {
     const std::size_t dim = cols();
-    buf_.resize(k * dim + k + 2);
+    buf_.resize(k * dim + k + 3);
     std::copy(sums, sums + k * dim, buf_.begin());
     std::copy(wsums, wsums + k, buf_.begin() + static_cast<std::ptrdiff_t>(k * dim));
     buf_[k * dim + k] = inertia;
     buf_[k * dim + k + 1] = changed ? static_cast<double>(*changed) : 0.0;
+    // Distances computed (integers below 2^53 add exactly in a double).
+    buf_[k * dim + k + 2] = static_cast<double>(local_->last_distances());
     allreduce_sum(buf_.data(), buf_.size());
+    distances_ = static_cast<std::uint64_t>(buf_[k * dim + k + 2]);
     std::copy(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(k * dim), sums);
     std::copy(buf_.begin() + static_cast<std::ptrdiff_t>(k * dim), buf_.begin() + static_cast<std::ptrdiff_t>(k * dim + k), wsums);
     if (changed) *changed = static_cast<std::size_t>(buf_[k * dim + k + 1]);
@@ -310,6 +321,7 @@ class MpiEngine final : public detail::Engine<T> {
   int threads_;
   std::string target_;
   std::vector<double> buf_;
+  std::uint64_t distances_ = 0;  // distances computed by the last assign_update, all ranks
 };
 
 // Weights of a shard: finite and >= 0 here, not all zero over all ranks.

@@ -126,6 +126,27 @@ class Formats(Base):
         self.assertIn("converged", p.stderr)
         self.assert_no_temporaries()
 
+    def test_prune_on_and_off_write_the_same_bits(self):
+        x = self.make_data("x.npy", 20000, 16, 64, seed=5)
+        runs = {}
+        for mode in ("off", "on", "auto"):
+            p = self.run_km("fit", x, "-k", "64", "-o", mode + ".npy", "--labels", mode + "_l.npy", "--json",
+                            "--seed", "3", "--tol", "0", "--prune", mode)
+            runs[mode] = json.loads(p.stdout)
+            self.assertIn("distances", p.stderr)
+        for mode in ("on", "auto"):
+            with open(self.path("off.npy"), "rb") as a, open(self.path(mode + ".npy"), "rb") as b:
+                self.assertEqual(a.read(), b.read(), mode)
+            with open(self.path("off_l.npy"), "rb") as a, open(self.path(mode + "_l.npy"), "rb") as b:
+                self.assertEqual(a.read(), b.read(), mode)
+            self.assertEqual(runs[mode]["n_iter"], runs["off"]["n_iter"])
+        self.assertTrue(all(h["distances"] == 20000 * 64 for h in runs["off"]["history"]))
+        pruned = sum(h["distances"] for h in runs["on"]["history"])
+        self.assertLess(pruned, sum(h["distances"] for h in runs["off"]["history"]) / 2)
+        p = self.run_km("fit", x, "-k", "4", "--prune", "maybe", rc=None)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--prune", p.stderr)
+
     def test_every_format_gives_the_same_centroids(self):
         rows, cols, k = 600, 5, 4
         vals = small_grid(rows, cols, 7)
@@ -435,7 +456,11 @@ class Stream(Base):
         for a, b in (("cm.npy", "cs.npy"), ("lm.npy", "ls.npy")):
             with open(self.path(a), "rb") as f, open(self.path(b), "rb") as g:
                 self.assertEqual(f.read(), g.read(), a + " vs " + b)
-        self.assertEqual(mem["history"], [dict(h, seconds=m["seconds"]) for h, m in zip(st["history"], mem["history"])])
+        # Times differ, and so may the distances computed: a memory limit without room for the
+        # pruning bounds prunes less (here not at all), with bitwise the same result.
+        self.assertEqual(mem["history"], [dict(h, seconds=m["seconds"], distances=m["distances"])
+                                          for h, m in zip(st["history"], mem["history"])])
+        self.assertTrue(all(h["distances"] == 200000 * 16 for h in st["history"]))
         # Peak memory: the limit plus the process's own fixed footprint (code, libraries,
         # thread stacks), measured by a run on a tiny file. (AddressSanitizer's shadow memory
         # and quarantine make RSS meaningless in sanitizer builds; the release build checks it.)

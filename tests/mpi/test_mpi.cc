@@ -99,6 +99,36 @@ TEST(Mpi, WeightedWithEmptyClustersRelocated) {
   expect_same(single, dist, s);
 }
 
+// Pruning under MPI: each rank bounds its own rows; the distributed pruned fit is bitwise the
+// distributed unpruned one (the same sums in the same order), the distance counts add up over
+// the ranks and fall below N K.
+TEST(Mpi, PrunedIsBitwiseTheUnpruned) {
+  const auto s = make_shard<double>(12000, 12, 40, 8);
+  for (InitMethod init : {InitMethod::kRandom, InitMethod::kMeansPlusPlus}) {
+    KMeansOptions opt;
+    opt.n_clusters = 40;
+    opt.init = init;
+    opt.max_iter = 30;
+    opt.tol = 0;
+    opt.n_threads = 1;
+    opt.prune = Prune::kOff;
+    const KMeansResult<double> off = mpi::fit(s.view(), opt);
+    opt.prune = Prune::kOn;
+    const KMeansResult<double> on = mpi::fit(s.view(), opt);
+    EXPECT_EQ(0, std::memcmp(off.centroids.data(), on.centroids.data(), off.centroids.size() * sizeof(double)));
+    EXPECT_EQ(off.labels, on.labels);
+    EXPECT_EQ(0, std::memcmp(&off.inertia, &on.inertia, sizeof(double)));
+    ASSERT_EQ(off.history.size(), on.history.size());
+    std::uint64_t total_on = 0;
+    for (std::size_t i = 0; i < off.history.size(); ++i) {
+      EXPECT_EQ(off.history[i].distances, 12000u * 40u);
+      EXPECT_EQ(off.history[i].labels_changed, on.history[i].labels_changed);
+      total_on += on.history[i].distances;
+    }
+    EXPECT_LT(total_on, off.history.size() * 12000u * 40u);
+  }
+}
+
 TEST(Mpi, NonFiniteValueOnOneRankStopsEveryRank) {
   auto s = make_shard<float>(4000, 3, 2, 7);
   const std::size_t bad_row = s.n - 10;  // on the last rank

@@ -87,6 +87,40 @@ void ref_sqdist(const PointsRef<T>& pts, const T* packed, std::size_t k, std::si
   }
 }
 
+// The reference's sliver is one row (center_pad = 1).
+template <class T>
+void ref_pack_rows(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t m, T* xp, T* xnorm) {
+  std::vector<T> x(pts.dim);
+  for (std::size_t i = 0; i < m; ++i) {
+    centred_row(pts, idx[i], x, xnorm[i]);
+    std::copy(x.begin(), x.end(), xp + i * pts.dim);
+  }
+}
+
+template <class T>
+void ref_group_min(const T* xp, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
+                   std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
+  const T* norms = packed + k * dim;
+  for (std::size_t i = 0; i < m; ++i) {
+    T a1 = std::numeric_limits<T>::infinity(), a2 = a1;
+    std::int32_t b1 = static_cast<std::int32_t>(ids[c0]);
+    for (std::size_t c = c0; c < c1; ++c) {
+      const T s = std::fma(T(-2), ref_dot(xp + i * dim, packed + c * dim, dim), norms[c]);
+      const auto id = static_cast<std::int32_t>(ids[c]);
+      if (s < a1 || (s == a1 && id < b1)) {
+        a2 = a1;
+        a1 = s;
+        b1 = id;
+      } else {
+        a2 = std::min(a2, s);
+      }
+    }
+    min1[i] = a1;
+    idx1[i] = b1;
+    min2[i] = a2;
+  }
+}
+
 template <class T>
 void ref_sqdist_one(const PointsRef<T>& pts, const T* centroid, std::size_t r0, std::size_t r1, T* out) {
   for (std::size_t r = r0; r < r1; ++r) {
@@ -140,10 +174,10 @@ template <class T>
 const KernelTable<T>& reference_table() {
   // One layout serves as both the wide and the narrow panel.
   static const PanelKernels<T> panel{1, &ref_packed_size<T>, &ref_pack<T>, &ref_assign<T>,
-                                     &ref_sqdist<T>};
+                                     &ref_sqdist<T>, &ref_group_min<T>};
   static const KernelTable<T> table{"reference", panel, panel, &ref_sqdist_one<T>,
                                     &ref_sqdist_few<T>, &ref_center_rows<T>, 1,
-                                    &ref_accumulate<T>};
+                                    &ref_pack_rows<T>, &ref_accumulate<T>};
   return table;
 }
 

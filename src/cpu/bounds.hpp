@@ -1,0 +1,65 @@
+// Private header: the floating-point arithmetic of the bounded assignment's bounds
+// (docs/KERNELS.md, "Bounded assignment"). Bounds are on exact Euclidean distances between the
+// rows and centroids the kernels multiply (both rounded to T); they are stored as float,
+// rounded outwards, and every derivation from a float score carries the score's worst-case
+// rounding error, so a test that passes is a proof about the kernels' own float scores.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+namespace flashkm::detail::bounds {
+
+/// An upper bound stored as float: at least v (computed in double, whose own few roundings
+/// are far inside the float step taken here).
+inline float up(double v) {
+  if (!(v >= 0)) return v < 0 ? 0.0f : std::numeric_limits<float>::infinity();  // NaN: no bound
+  return std::nextafter(static_cast<float>(v), std::numeric_limits<float>::infinity());
+}
+
+/// A lower bound stored as float: at most v, never negative.
+inline float down(double v) {
+  if (!(v > 0)) return 0.0f;  // also NaN: the weakest bound
+  const float f = std::nextafter(static_cast<float>(v), 0.0f);
+  return f;
+}
+
+/// The triangle inequality after a centroid moved by at most `drift`: upper bound u + drift.
+inline float up_add(float u, double drift) { return up(static_cast<double>(u) + drift); }
+
+/// Lower bound l - drift (the subtraction's double rounding taken off as well).
+inline float down_sub(float l, double drift) {
+  if (std::isinf(l)) return l;
+  const double v = static_cast<double>(l) - drift;
+  return down(v - std::ldexp(static_cast<double>(l), -50));
+}
+
+/// gamma_n = n u / (1 - n u), u the unit roundoff of T: the relative error bound of a sum of n
+/// rounded terms (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).
+template <class T>
+double gamma(std::size_t n) {
+  const double nu = static_cast<double>(n) * std::ldexp(1.0, -std::numeric_limits<T>::digits);
+  return nu / (1.0 - nu);
+}
+
+/// Everything one iteration's tests need, fixed when its centroids are set.
+struct Slack {
+  double factor = 0;  // eps(R) = factor * (cmax + R)^2 + eta
+  double eta = 0;     // absolute error of products in the subnormal range
+  double cmax = 0;    // upper bound on every centroid's norm
+  double nmin = 0;    // inner-product mode: bounds on the centroids' squared norms
+  double nmax = 0;    //   (0 in Euclidean mode, where the kernel's score holds the norm)
+  double dn = 0;      // nmax - nmin (0 in Euclidean mode)
+
+  /// Bound on |score - exact| + |float ||x||^2 - exact| for a row of norm at most r: a dot
+  /// product of D terms rounds at most gamma_D |x||c| (gamma_2D without fused multiply-adds),
+  /// the centroid and row norms gamma_D of themselves, the final fma once; 4 gamma_{2D+4}
+  /// (cmax + r)^2 covers all of it with room for the double arithmetic of the tests.
+  double eps(double r) const { return factor * (cmax + r) * (cmax + r) + eta; }
+};
+
+/// 1 - 2^-48: the tests' double rounding margin on a product of two stored bounds.
+inline constexpr double kTestMargin = 1.0 - 0x1p-48;
+
+}  // namespace flashkm::detail::bounds

@@ -1,0 +1,328 @@
+// Bounded assignment (KMeansOptions::prune): pruning changes the speed, never the answer. Every
+// test fits the same data with prune off and on and requires bitwise-equal results; a few
+// check that the bounds really skip work.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "testlib.hpp"
+
+namespace flashkm {
+namespace {
+
+using testing::blobs;
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Everything but the distance counts and the times must be bitwise equal.
+template <class T>
+void expect_bitwise(const KMeansResult<T>& off, const KMeansResult<T>& on) {
+  EXPECT_TRUE(same_bits(off.centroids, on.centroids));
+  EXPECT_EQ(off.labels, on.labels);
+  EXPECT_TRUE(same_bits(off.inertia, on.inertia)) << off.inertia << " vs " << on.inertia;
+  EXPECT_EQ(off.n_iter, on.n_iter);
+  EXPECT_EQ(off.stop_reason, on.stop_reason);
+  EXPECT_EQ(off.best_init, on.best_init);
+  ASSERT_EQ(off.history.size(), on.history.size());
+  for (std::size_t i = 0; i < off.history.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "iteration " << i);
+    const IterationStats &a = off.history[i], &b = on.history[i];
+    EXPECT_TRUE(same_bits(a.inertia, b.inertia));
+    EXPECT_TRUE(same_bits(a.center_shift, b.center_shift));
+    EXPECT_EQ(a.labels_changed, b.labels_changed);
+    EXPECT_EQ(a.empty_relocated, b.empty_relocated);
+    EXPECT_EQ(a.init_run, b.init_run);
+    EXPECT_LE(b.distances, a.distances);
+  }
+}
+
+// Fits with prune off and on (same options otherwise); returns the pruned result.
+template <class T>
+KMeansResult<T> check(const std::vector<T>& X, std::size_t n, std::size_t d, KMeansOptions o) {
+  o.prune = Prune::kOff;
+  const KMeansResult<T> off = fit(MatrixView<T>(X.data(), n, d), o);
+  for (const auto& h : off.history) EXPECT_EQ(h.distances, static_cast<std::uint64_t>(n) * o.n_clusters);
+  o.prune = Prune::kOn;
+  KMeansResult<T> on = fit(MatrixView<T>(X.data(), n, d), o);
+  expect_bitwise(off, on);
+  return on;
+}
+
+std::uint64_t total_distances(const std::vector<IterationStats>& h) {
+  std::uint64_t t = 0;
+  for (const auto& s : h) t += s.distances;
+  return t;
+}
+
+template <class T>
+class PruneTest : public ::testing::Test {};
+using Types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(PruneTest, Types);
+
+struct Shape {
+  std::size_t n, d, k;
+};
+
+// The usual sweep: N and K not multiples of any tile or panel, K = 1, K = N, D = 1, D past the
+// vector width, very large D, and K large enough for many groups.
+TYPED_TEST(PruneTest, RandomShapesBitwise) {
+  using T = TypeParam;
+  const Shape shapes[] = {{1, 1, 1},     {7, 1, 7},     {300, 1, 5},    {1000, 3, 1},   {2000, 2, 9},
+                          {2500, 17, 37}, {3001, 33, 300}, {1500, 129, 64}, {400, 2048, 12}, {5000, 8, 257},
+                          {64, 5, 64},    {4097, 64, 130}};
+  std::uint64_t seed = 1;
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(::testing::Message() << s.n << " x " << s.d << ", K = " << s.k);
+    const auto X = blobs<T>(s.n, s.d, std::max<std::size_t>(1, s.k / 2), seed++, 3.0);
+    KMeansOptions o;
+    o.n_clusters = s.k;
+    o.max_iter = 40;
+    o.tol = 0;  // run to strict convergence: the late iterations are where pruning bites
+    o.seed = seed;
+    check(X, s.n, s.d, o);
+  }
+}
+
+// Every compiled target, with 1, 2 and 3 threads; weights; two init runs.
+TYPED_TEST(PruneTest, EveryTargetThreadCountAndWeights) {
+  using T = TypeParam;
+  const std::size_t n = 6007, d = 19, k = 70;
+  const auto X = blobs<T>(n, d, 40, 11, 2.0);
+  std::vector<double> w(n);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0.0, 3.0);
+  for (double& v : w) v = u(rng);
+  for (const std::string& target : available_targets()) {
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message() << target << ", " << threads << " threads");
+      KMeansOptions o;
+      o.n_clusters = k;
+      o.max_iter = 25;
+      o.n_init = 2;
+      o.target = target;
+      o.n_threads = threads;
+      o.sample_weight = w;
+      const auto on = check(X, n, d, o);
+      EXPECT_LT(total_distances(on.history), static_cast<std::uint64_t>(on.history.size()) * n * k);
+    }
+  }
+}
+
+// Duplicated rows and exact ties (integer data, centroids on data points), at every scale
+// from 2^-60 to 2^60, and far from the origin.
+TYPED_TEST(PruneTest, DuplicatesTiesScalesAndOffsets) {
+  using T = TypeParam;
+  const std::size_t n = 3000, d = 6, k = 24;
+  const auto base = testing::small_ints<T>(n, d, 5, 2);  // values in [-2, 2]: many duplicates
+  for (int e : {-60, -20, 0, 20, 60}) {
+    for (double offset : {0.0, 1e4}) {
+      SCOPED_TRACE(::testing::Message() << "scale 2^" << e << ", offset " << offset);
+      std::vector<T> X(base.size());
+      for (std::size_t i = 0; i < X.size(); ++i) X[i] = static_cast<T>(std::ldexp(static_cast<double>(base[i]), e) + offset);
+      // Initial centroids on data rows: many points tie exactly between two of them.
+      const auto C0 = testing::pick_rows(X, d, testing::distinct_ids(n, k, 9));
+      KMeansOptions o = testing::explicit_init(C0, k, d);
+      o.max_iter = 30;
+      o.tol = 0;
+      check(X, n, d, o);
+      KMeansOptions r;
+      r.n_clusters = k;
+      r.init = InitMethod::kRandom;
+      r.max_iter = 30;
+      r.seed = 2;
+      check(X, n, d, r);
+    }
+  }
+}
+
+// Near-ties: every point sits between two centroids up to a perturbation of relative size
+// 2^-e, from coarse to below float rounding.
+TYPED_TEST(PruneTest, NearTiesAtEveryScale) {
+  using T = TypeParam;
+  const std::size_t n = 2000, d = 9, k = 2;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> g;
+  for (int e : {2, 10, 20, 23, 30, 52}) {
+    SCOPED_TRACE(::testing::Message() << "perturbation 2^-" << e);
+    std::vector<T> X(n * d);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < d; ++j) X[i * d + j] = static_cast<T>((j == 0 ? 0.0 : 3 * g(rng)) + (j == 0 ? std::ldexp(g(rng), -e) : 0.0));
+    }
+    std::vector<double> C0(k * d, 0.0);
+    C0[0] = -1;
+    C0[d] = 1;  // the plane x_0 = 0 is the tie
+    KMeansOptions o = testing::explicit_init(C0, k, d);
+    o.max_iter = 20;
+    o.tol = 0;
+    check(X, n, d, o);
+  }
+}
+
+// Clusters that empty after the first iteration (many K on few points, half of them of zero
+// weight, random init): relocated by the driver to the farthest points, whose distances a
+// pruned iteration must recompute. Seeds that relocate late are common enough at this shape.
+TYPED_TEST(PruneTest, EmptyClustersRelocated) {
+  using T = TypeParam;
+  const std::size_t n = 300, d = 2, k = 60;
+  std::vector<double> w(n, 1.0);
+  for (std::size_t i = 0; i < n; i += 2) w[i] = 0.0;
+  std::size_t relocated = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const auto X = blobs<T>(n, d, 3, seed, 3.0);
+    KMeansOptions o;
+    o.n_clusters = k;
+    o.init = InitMethod::kRandom;
+    o.max_iter = 100;
+    o.tol = 0;
+    o.seed = seed;
+    o.sample_weight = w;
+    const auto on = check(X, n, d, o);
+    for (std::size_t i = 1; i < on.history.size(); ++i) relocated += on.history[i].empty_relocated;
+  }
+  EXPECT_GT(relocated, 0u) << "the data must empty clusters after the first iteration";
+}
+
+TYPED_TEST(PruneTest, CosineBitwiseAndPrunes) {
+  using T = TypeParam;
+  for (const Shape& s : {Shape{4000, 16, 20}, Shape{3001, 65, 130}, Shape{500, 3, 1}}) {
+    SCOPED_TRACE(::testing::Message() << s.n << " x " << s.d << ", K = " << s.k);
+    const auto X = blobs<T>(s.n, s.d, 10, 7, 3.0, 2.0);
+    KMeansOptions o;
+    o.n_clusters = s.k;
+    o.metric = Metric::kCosine;
+    o.max_iter = 40;
+    o.tol = 0;
+    const auto on = check(X, s.n, s.d, o);
+    if (on.history.size() > 3) EXPECT_LT(on.history.back().distances, static_cast<std::uint64_t>(s.n) * s.k);
+  }
+}
+
+// The bounds prove most labels after the first iterations on clustered data.
+TEST(Prune, DistanceCountsFall) {
+  const std::size_t n = 20000, d = 32, k = 256;
+  const auto X = blobs<float>(n, d, k, 3, 4.0);
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.max_iter = 30;
+  o.tol = 0;
+  const auto on = check(X, n, d, o);
+  ASSERT_GE(on.history.size(), 4u);
+  const std::uint64_t full = static_cast<std::uint64_t>(n) * k;
+  EXPECT_EQ(on.history[0].distances, full);  // no bounds yet
+  EXPECT_LT(on.history[2].distances, full / 4);
+  EXPECT_LT(on.history.back().distances, full / 10);
+}
+
+// Auto prunes Euclidean fits; the dot metric stays unpruned and refuses prune = on.
+TEST(Prune, AutoAndDot) {
+  const std::size_t n = 5000, d = 12, k = 40;
+  const auto X = blobs<float>(n, d, 40, 4, 1.5);
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.max_iter = 20;
+  const auto a = fit(MatrixView<float>(X.data(), n, d), o);
+  ASSERT_GE(a.history.size(), 3u);
+  EXPECT_LT(a.history.back().distances, static_cast<std::uint64_t>(n) * k);
+  o.metric = Metric::kDot;
+  const auto dot = fit(MatrixView<float>(X.data(), n, d), o);
+  for (const auto& h : dot.history) EXPECT_EQ(h.distances, static_cast<std::uint64_t>(n) * k);
+  o.prune = Prune::kOn;
+  EXPECT_THROW(fit(MatrixView<float>(X.data(), n, d), o), InvalidArgument);
+}
+
+// A RowSource in chunks of one granule: the same as the in-memory pruned and unpruned fits.
+template <class T>
+class ChunkSource final : public RowSource<T> {
+ public:
+  ChunkSource(const std::vector<T>& x, std::size_t n, std::size_t d) : x_(x), n_(n), d_(d) {}
+  std::size_t rows() const override { return n_; }
+  std::size_t cols() const override { return d_; }
+  void begin_pass(std::size_t granule) override {
+    chunk_ = granule;
+    next_ = 0;
+  }
+  MatrixView<T> next_chunk(std::size_t* first) override {
+    *first = next_;
+    const std::size_t m = std::min(chunk_, n_ - next_);
+    buf_.assign(x_.begin() + static_cast<std::ptrdiff_t>(next_ * d_), x_.begin() + static_cast<std::ptrdiff_t>((next_ + m) * d_));
+    next_ += m;
+    return MatrixView<T>(buf_.data(), m, d_);
+  }
+  void read_row(std::size_t i, T* out) override { std::memcpy(out, x_.data() + i * d_, d_ * sizeof(T)); }
+
+ private:
+  const std::vector<T>& x_;
+  std::size_t n_, d_;
+  std::size_t chunk_ = 0, next_ = 0;
+  std::vector<T> buf_;
+};
+
+TYPED_TEST(PruneTest, StreamedBitwise) {
+  using T = TypeParam;
+  // Several granules (one granule is 16 MiB of rows: 2^18 rows of 16 floats is 16 MiB).
+  const std::size_t d = 16, g = row_source_granule(d, sizeof(T)), n = 2 * g + 1234, k = 30;
+  const auto X = blobs<T>(n, d, 30, 8, 6.0);
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.init = InitMethod::kRandom;
+  o.max_iter = 8;
+  o.tol = 0;
+  const auto on = check(X, n, d, o);
+  ChunkSource<T> src(X, n, d);
+  o.prune = Prune::kOn;
+  const auto streamed = fit(src, o);
+  expect_bitwise(on, streamed);
+  EXPECT_EQ(total_distances(on.history), total_distances(streamed.history));
+}
+
+// Same distance counts for any thread count (fixed blocks), not only the same answer.
+TEST(Prune, CountsIndependentOfThreads) {
+  const std::size_t n = 7000, d = 10, k = 33;
+  const auto X = blobs<float>(n, d, 20, 6, 4.0);
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.max_iter = 15;
+  o.prune = Prune::kOn;
+  o.n_threads = 1;
+  const auto one = fit(MatrixView<float>(X.data(), n, d), o);
+  o.n_threads = 3;
+  const auto three = fit(MatrixView<float>(X.data(), n, d), o);
+  ASSERT_EQ(one.history.size(), three.history.size());
+  for (std::size_t i = 0; i < one.history.size(); ++i) EXPECT_EQ(one.history[i].distances, three.history[i].distances);
+}
+
+// 16-bit input (bfloat16 rows): pruned bitwise the unpruned 16-bit fit and the float32 fit.
+TEST(Prune, BFloat16Input) {
+  const std::size_t n = 6000, d = 24, k = 40;
+  auto X = blobs<float>(n, d, 30, 12, 5.0);
+  std::vector<std::uint16_t> H(X.size());
+  for (std::size_t i = 0; i < X.size(); ++i) {
+    std::uint32_t b;
+    std::memcpy(&b, &X[i], 4);
+    H[i] = static_cast<std::uint16_t>(b >> 16);
+    b &= 0xffff0000u;
+    std::memcpy(&X[i], &b, 4);  // the float32 value of the truncated bfloat16
+  }
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.max_iter = 20;
+  o.tol = 0;
+  const auto on32 = check(X, n, d, o);
+  o.prune = Prune::kOff;
+  const auto off16 = fit(HalfView{H.data(), n, d, d, HalfType::kBFloat16}, o);
+  o.prune = Prune::kOn;
+  const auto on16 = fit(HalfView{H.data(), n, d, d, HalfType::kBFloat16}, o);
+  expect_bitwise(off16, on16);
+  expect_bitwise(on32, on16);
+}
+
+}  // namespace
+}  // namespace flashkm
