@@ -181,7 +181,7 @@ def test_errors_like_scikit_learn():
     with pytest.raises(ValueError, match="features"):
         km.predict(X[:, :2])
     with pytest.raises(ValueError):
-        flashkm.KMeans(3, algorithm="elkan").fit(X)
+        flashkm.KMeans(3, algorithm="full").fit(X)
 
 
 def test_engine_errors_become_value_errors():
