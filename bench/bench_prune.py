@@ -1,7 +1,7 @@
 """Pruned against unpruned Lloyd iterations, side by side in one run (issue: exact pruning).
 
 For each shape: the same initial centres (flashkm's seeded k-means++ and one Lloyd step), then Lloyd to
-convergence at tol=1e-4 with prune off and on, alternating, `--repeats` times; iteration time is
+convergence at tol=1e-4 with prune off, on and auto, alternating, `--repeats` times; iteration time is
 the sum of the iterations' own seconds (initialisation excluded). Prints medians, the ratio,
 the fraction of distances computed per iteration, the bounds' memory, and the machine's sgemm
 rate measured in the same run (numpy X @ C.T at the shape, 2 threads) as the brute-force floor.
@@ -90,20 +90,24 @@ def main():
         centres = flashkm.KMeans(k, n_init=1, max_iter=1, random_state=0, n_threads=2,
                                  prune=False).fit(X).cluster_centers_
         rate = sgemm_rate(X, centres)
-        off_t, on_t = [], []
+        off_t, on_t, auto_t = [], [], []
         for _ in range(a.repeats):
             t, off, _ = run(X, k, centres, False)
             off_t.append(t)
             t, on, frac = run(X, k, centres, True)
             on_t.append(t)
+            t, auto, _ = run(X, k, centres, "auto")
+            auto_t.append(t)
+        assert auto.cluster_centers_.tobytes() == on.cluster_centers_.tobytes()
         assert off.cluster_centers_.tobytes() == on.cluster_centers_.tobytes()
         assert np.array_equal(off.labels_, on.labels_) and off.n_iter_ == on.n_iter_
         n, d = X.shape
         floor = 2.0 * n * d * k * off.n_iter_ / (rate * 1e9)
         row = dict(data=spec, n=n, d=d, k=k, n_iter=off.n_iter_, off_s=statistics.median(off_t),
-                   on_s=statistics.median(on_t), sgemm_gflops=rate, floor_s=floor,
+                   on_s=statistics.median(on_t), auto_s=statistics.median(auto_t), sgemm_gflops=rate, floor_s=floor,
                    mean_fraction=float(np.mean(frac)), fraction_after_5=float(np.mean(frac[5:] or [1.0])))
         row["speedup"] = row["off_s"] / row["on_s"]
+        row["speedup_auto"] = row["off_s"] / row["auto_s"]
         if a.sklearn:
             for alg in ("lloyd", "elkan"):
                 t, it = sklearn_time(X, k, centres, alg)

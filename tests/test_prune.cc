@@ -223,19 +223,40 @@ TEST(Prune, DistanceCountsFall) {
 
 // Auto prunes Euclidean fits; the dot metric stays unpruned and refuses prune = on.
 TEST(Prune, AutoAndDot) {
-  const std::size_t n = 5000, d = 12, k = 40;
-  const auto X = blobs<float>(n, d, 40, 4, 1.5);
+  const std::size_t n = 20000, d = 32, k = 256;
+  const auto X = blobs<float>(n, d, k, 3, 4.0);
   KMeansOptions o;
   o.n_clusters = k;
   o.max_iter = 20;
+  o.tol = 0;
   const auto a = fit(MatrixView<float>(X.data(), n, d), o);
   ASSERT_GE(a.history.size(), 3u);
-  EXPECT_LT(a.history.back().distances, static_cast<std::uint64_t>(n) * k);
+  EXPECT_LT(a.history.back().distances, static_cast<std::uint64_t>(n) * k / 10);
   o.metric = Metric::kDot;
   const auto dot = fit(MatrixView<float>(X.data(), n, d), o);
   for (const auto& h : dot.history) EXPECT_EQ(h.distances, static_cast<std::uint64_t>(n) * k);
   o.prune = Prune::kOn;
   EXPECT_THROW(fit(MatrixView<float>(X.data(), n, d), o), InvalidArgument);
+}
+
+// Where the bounds do not pay (heavily overlapping clusters), auto stops pruning after its trial
+// iterations; on keeps pruning. Both are bitwise the unpruned fit.
+TEST(Prune, AutoGivesUpWhereBoundsDoNotPay) {
+  const std::size_t n = 20000, d = 16, k = 50;
+  const auto X = blobs<float>(n, d, 50, 3, 1.5);
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.max_iter = 20;
+  o.tol = 0;
+  const auto on = check(X, n, d, o);
+  o.prune = Prune::kAuto;
+  const auto a = fit(MatrixView<float>(X.data(), n, d), o);
+  expect_bitwise(a, on);  // auto computes at least as many distances as on
+  ASSERT_GE(a.history.size(), 8u);
+  const std::uint64_t full = static_cast<std::uint64_t>(n) * k;
+  EXPECT_LT(a.history[1].distances, full);  // it tried
+  for (std::size_t i = 5; i < a.history.size(); ++i) EXPECT_EQ(a.history[i].distances, full);
+  EXPECT_LT(on.history.back().distances, full);
 }
 
 // A RowSource in chunks of one granule: the same as the in-memory pruned and unpruned fits.

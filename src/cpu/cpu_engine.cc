@@ -377,8 +377,17 @@ class CpuEngine final : public Engine<T> {
     if (iter_bounded_) {
       last_distances_ = counts_.distances;
       dist_stale_ = counts_.pruned > 0;
+      if (bounds_valid_) ++bounded_iters_;
       bounds_valid_ = true;
       prev_c_.swap(cur_c_);
+      // Auto gives up where the bounds do not pay: a survivor's distance costs about twice the
+      // plain kernel's (gathered rows, per-group reductions, the bounds' upkeep; measured
+      // 1.8-1.9x, docs/PERFORMANCE.md), so once bounded iterations still compute over a third
+      // of all distances the run goes on unpruned (bitwise the same; only the speed differs).
+      if (auto_prune_ && bounded_iters_ >= kAutoTrialIters &&
+          3 * last_distances_ > static_cast<std::uint64_t>(n_) * k) {
+        prune_ = false;
+      }
     } else {
       last_distances_ = static_cast<std::uint64_t>(n_) * k;
       dist_stale_ = false;
@@ -394,6 +403,8 @@ class CpuEngine final : public Engine<T> {
     dist_stale_ = false;
     iter_bounded_ = false;
     grouped_ = false;
+    bounded_iters_ = 0;
+    auto_prune_ = prune == Prune::kAuto;
     if (prune == Prune::kOff || k == 0) return false;
     // Groups of whole panels, in index order: one panel each (Yinyang's K/10 centroids per
     // group is about one panel of 16 or 32 at the K where grouping pays), fewer and larger
@@ -431,6 +442,9 @@ class CpuEngine final : public Engine<T> {
 
  private:
   // ---- Bounded assignment (docs/KERNELS.md, "Bounded assignment") ----
+
+  // Bounded iterations (with bounds from an earlier one) auto prunes before it judges the payoff.
+  static constexpr int kAutoTrialIters = 3;
 
   // Most lower bounds kept per row (Yinyang groups).
   static constexpr std::size_t kMaxGroups = 64;
@@ -1111,6 +1125,8 @@ class CpuEngine final : public Engine<T> {
   std::vector<float> ub_, lb_;
   std::vector<T> cur_c_, prev_c_;  // centroids as the kernels multiply them, k x dim
   bool grouped_ = false;           // order_ holds this run's groups
+  bool auto_prune_ = false;        // prune = auto: may give up within the run
+  int bounded_iters_ = 0;          // iterations of this run that started from valid bounds
   std::vector<std::uint32_t> order_;   // packed position -> centroid index (groups contiguous)
   std::vector<std::uint32_t> pos_of_;  // centroid index -> packed position
   AlignedBuffer<T> bpacked_;           // the centroids packed in order_
