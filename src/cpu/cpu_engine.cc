@@ -382,10 +382,19 @@ class CpuEngine final : public Engine<T> {
       prev_c_.swap(cur_c_);
       // Auto gives up where the bounds do not pay: a survivor's distance costs about twice the
       // plain kernel's (gathered rows, per-group reductions, the bounds' upkeep; measured
-      // 1.8-1.9x, docs/PERFORMANCE.md), so once bounded iterations still compute over a third
-      // of all distances the run goes on unpruned (bitwise the same; only the speed differs).
-      if (auto_prune_ && bounded_iters_ >= kAutoTrialIters &&
-          3 * last_distances_ > static_cast<std::uint64_t>(n_) * k) {
+      // 1.8-1.9x, docs/PERFORMANCE.md). Every kAutoWindow bounded iterations from the second
+      // window on, if the last window computed over a third of all distances on average and
+      // no less than 0.9x the window before (the bounds are not tightening), the run goes on
+      // unpruned (bitwise the same; only the speed differs). Counts only: deterministic.
+      if (bounded_iters_ > 0) fractions_.push_back(static_cast<double>(last_distances_) / (static_cast<double>(n_) * static_cast<double>(k)));
+      const std::size_t w = kAutoWindow, m = fractions_.size();
+      auto mean = [&](std::size_t a, std::size_t b) {
+        double t = 0;
+        for (std::size_t i = a; i < b; ++i) t += fractions_[i];
+        return t / static_cast<double>(b - a);
+      };
+      if (auto_prune_ && m >= 2 * w && m % w == 0 && mean(m - w, m) > 1.0 / 3 &&
+          mean(m - w, m) >= 0.9 * mean(m - 2 * w, m - w)) {
         prune_ = false;
       }
     } else {
@@ -404,6 +413,7 @@ class CpuEngine final : public Engine<T> {
     iter_bounded_ = false;
     grouped_ = false;
     bounded_iters_ = 0;
+    fractions_.clear();
     auto_prune_ = prune == Prune::kAuto;
     if (prune == Prune::kOff || k == 0) return false;
     // Groups of whole panels, in index order: one panel each (Yinyang's K/10 centroids per
@@ -443,8 +453,8 @@ class CpuEngine final : public Engine<T> {
  private:
   // ---- Bounded assignment (docs/KERNELS.md, "Bounded assignment") ----
 
-  // Bounded iterations (with bounds from an earlier one) auto prunes before it judges the payoff.
-  static constexpr int kAutoTrialIters = 3;
+  // Bounded iterations per window of auto's judgement of the payoff.
+  static constexpr std::size_t kAutoWindow = 10;
 
   // Most lower bounds kept per row (Yinyang groups).
   static constexpr std::size_t kMaxGroups = 64;
@@ -1127,6 +1137,7 @@ class CpuEngine final : public Engine<T> {
   bool grouped_ = false;           // order_ holds this run's groups
   bool auto_prune_ = false;        // prune = auto: may give up within the run
   int bounded_iters_ = 0;          // iterations of this run that started from valid bounds
+  std::vector<double> fractions_;  // their fractions of N*K distances computed
   std::vector<std::uint32_t> order_;   // packed position -> centroid index (groups contiguous)
   std::vector<std::uint32_t> pos_of_;  // centroid index -> packed position
   AlignedBuffer<T> bpacked_;           // the centroids packed in order_
