@@ -37,7 +37,8 @@ enum class Metric {
 /// centroids, inertia, n_iter and every statistic but `distances` and `seconds` are bitwise
 /// those of the unpruned run.
 enum class Prune {
-  kAuto,  ///< prune where it is possible and the bounds fit in memory (at most X's own size)
+  kAuto,  ///< prune where it is possible and the bounds fit in memory (at most X's own size),
+          ///< not 16-bit input on AMX tiles; stop within a run where the bounds do not pay
   kOn,    ///< always prune (Euclidean and cosine; InvalidArgument for Metric::kDot)
   kOff,   ///< compute every point-centroid distance in every iteration
 };

@@ -427,6 +427,9 @@ class CpuEngine final : public Engine<T> {
     group_size_ = per * panel->nr;
     groups_ = (k + group_size_ - 1) / group_size_;
     if (prune == Prune::kAuto && 4 * (1 + groups_) > row_bytes_) return false;
+    // 16-bit rows on AMX tiles: the bounded path scores survivors with the float32 kernels (the
+    // same bits, not the tiles' speed); auto leaves them to the tiles, on prunes them.
+    if (prune == Prune::kAuto && amx_mode_) return false;
     // The largest row norm, for the guard against scores beyond float range.
     rmax_ = 0;
     for_each_chunk([&](const Chunk<T>& ch) {
@@ -579,7 +582,8 @@ class CpuEngine final : public Engine<T> {
     std::vector<std::pair<double, std::uint32_t>> proj;
     std::vector<std::pair<std::size_t, std::size_t>> todo{{0, k}};
     while (!todo.empty()) {
-      const auto [lo, hi] = todo.back();
+      // Plain variables, not a structured binding: the lambda below captures them (clang 14).
+      const std::size_t lo = todo.back().first, hi = todo.back().second;
       todo.pop_back();
       if (hi - lo <= gs) continue;
       const std::size_t ng = (hi - lo + gs - 1) / gs, left = ng / 2 * gs;
