@@ -56,6 +56,16 @@ KMeansResult<T> check(const std::vector<T>& X, std::size_t n, std::size_t d, KMe
   return on;
 }
 
+// Options running k centroids for up to max_iter iterations to strict convergence (tol = 0):
+// the late iterations are where pruning bites.
+KMeansOptions to_convergence(std::size_t k, int max_iter) {
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.max_iter = max_iter;
+  o.tol = 0;
+  return o;
+}
+
 std::uint64_t total_distances(const std::vector<IterationStats>& h) {
   std::uint64_t t = 0;
   for (const auto& s : h) t += s.distances;
@@ -82,10 +92,7 @@ TYPED_TEST(PruneTest, RandomShapesBitwise) {
   for (const Shape& s : shapes) {
     SCOPED_TRACE(::testing::Message() << s.n << " x " << s.d << ", K = " << s.k);
     const auto X = blobs<T>(s.n, s.d, std::max<std::size_t>(1, s.k / 2), seed++, 3.0);
-    KMeansOptions o;
-    o.n_clusters = s.k;
-    o.max_iter = 40;
-    o.tol = 0;  // run to strict convergence: the late iterations are where pruning bites
+    KMeansOptions o = to_convergence(s.k, 40);
     o.seed = seed;
     check(X, s.n, s.d, o);
   }
@@ -154,7 +161,7 @@ TYPED_TEST(PruneTest, NearTiesAtEveryScale) {
     SCOPED_TRACE(::testing::Message() << "perturbation 2^-" << e);
     std::vector<T> X(n * d);
     for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t j = 0; j < d; ++j) X[i * d + j] = static_cast<T>((j == 0 ? 0.0 : 3 * g(rng)) + (j == 0 ? std::ldexp(g(rng), -e) : 0.0));
+      for (std::size_t j = 0; j < d; ++j) X[i * d + j] = static_cast<T>(j == 0 ? std::ldexp(g(rng), -e) : 3 * g(rng));
     }
     std::vector<double> C0(k * d, 0.0);
     C0[0] = -1;
@@ -177,11 +184,8 @@ TYPED_TEST(PruneTest, EmptyClustersRelocated) {
   std::size_t relocated = 0;
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     const auto X = blobs<T>(n, d, 3, seed, 3.0);
-    KMeansOptions o;
-    o.n_clusters = k;
+    KMeansOptions o = to_convergence(k, 100);
     o.init = InitMethod::kRandom;
-    o.max_iter = 100;
-    o.tol = 0;
     o.seed = seed;
     o.sample_weight = w;
     const auto on = check(X, n, d, o);
@@ -195,11 +199,8 @@ TYPED_TEST(PruneTest, CosineBitwiseAndPrunes) {
   for (const Shape& s : {Shape{4000, 16, 20}, Shape{3001, 65, 130}, Shape{500, 3, 1}}) {
     SCOPED_TRACE(::testing::Message() << s.n << " x " << s.d << ", K = " << s.k);
     const auto X = blobs<T>(s.n, s.d, 10, 7, 3.0, 2.0);
-    KMeansOptions o;
-    o.n_clusters = s.k;
+    KMeansOptions o = to_convergence(s.k, 40);
     o.metric = Metric::kCosine;
-    o.max_iter = 40;
-    o.tol = 0;
     const auto on = check(X, s.n, s.d, o);
     if (on.history.size() > 3) EXPECT_LT(on.history.back().distances, static_cast<std::uint64_t>(s.n) * s.k);
   }
@@ -209,10 +210,7 @@ TYPED_TEST(PruneTest, CosineBitwiseAndPrunes) {
 TEST(Prune, DistanceCountsFall) {
   const std::size_t n = 20000, d = 32, k = 256;
   const auto X = blobs<float>(n, d, k, 3, 4.0);
-  KMeansOptions o;
-  o.n_clusters = k;
-  o.max_iter = 30;
-  o.tol = 0;
+  KMeansOptions o = to_convergence(k, 30);
   const auto on = check(X, n, d, o);
   ASSERT_GE(on.history.size(), 4u);
   const std::uint64_t full = static_cast<std::uint64_t>(n) * k;
@@ -225,10 +223,7 @@ TEST(Prune, DistanceCountsFall) {
 TEST(Prune, AutoAndDot) {
   const std::size_t n = 20000, d = 32, k = 256;
   const auto X = blobs<float>(n, d, k, 3, 4.0);
-  KMeansOptions o;
-  o.n_clusters = k;
-  o.max_iter = 20;
-  o.tol = 0;
+  KMeansOptions o = to_convergence(k, 20);
   const auto a = fit(MatrixView<float>(X.data(), n, d), o);
   ASSERT_GE(a.history.size(), 3u);
   EXPECT_LT(a.history.back().distances, static_cast<std::uint64_t>(n) * k / 10);
@@ -246,10 +241,7 @@ TEST(Prune, AutoGivesUpWhereBoundsDoNotPay) {
   // little for many iterations.
   const std::size_t n = 20000, d = 32, k = 100;
   const auto X = blobs<float>(n, d, 100, 3, 0.5);
-  KMeansOptions o;
-  o.n_clusters = k;
-  o.max_iter = 80;
-  o.tol = 0;
+  KMeansOptions o = to_convergence(k, 80);
   const auto on = check(X, n, d, o);
   o.prune = Prune::kAuto;
   const auto a = fit(MatrixView<float>(X.data(), n, d), o);
@@ -295,11 +287,8 @@ TYPED_TEST(PruneTest, StreamedBitwise) {
   // Several granules (one granule is 16 MiB of rows: 2^18 rows of 16 floats is 16 MiB).
   const std::size_t d = 16, g = row_source_granule(d, sizeof(T)), n = 2 * g + 1234, k = 30;
   const auto X = blobs<T>(n, d, 30, 8, 6.0);
-  KMeansOptions o;
-  o.n_clusters = k;
+  KMeansOptions o = to_convergence(k, 8);
   o.init = InitMethod::kRandom;
-  o.max_iter = 8;
-  o.tol = 0;
   const auto on = check(X, n, d, o);
   ChunkSource<T> src(X, n, d);
   o.prune = Prune::kOn;
@@ -336,10 +325,7 @@ TEST(Prune, BFloat16Input) {
     b &= 0xffff0000u;
     std::memcpy(&X[i], &b, 4);  // the float32 value of the truncated bfloat16
   }
-  KMeansOptions o;
-  o.n_clusters = k;
-  o.max_iter = 20;
-  o.tol = 0;
+  KMeansOptions o = to_convergence(k, 20);
   const auto on32 = check(X, n, d, o);
   o.prune = Prune::kOff;
   const auto off16 = fit(HalfView{H.data(), n, d, d, HalfType::kBFloat16}, o);

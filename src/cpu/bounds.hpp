@@ -21,8 +21,7 @@ inline float up(double v) {
 /// A lower bound stored as float: at most v, never negative.
 inline float down(double v) {
   if (!(v > 0)) return 0.0f;  // also NaN: the weakest bound
-  const float f = std::nextafter(static_cast<float>(v), 0.0f);
-  return f;
+  return std::nextafter(static_cast<float>(v), 0.0f);
 }
 
 /// The triangle inequality after a centroid moved by at most `drift`: upper bound u + drift.

@@ -183,6 +183,7 @@ class CpuEngine final : public Engine<T> {
   const double* mean() const override { return mean_.data(); }
 
   void set_mean(const double* mean) override {
+    rmax_ = -1;  // the rows' norms are taken about the shift
     for (std::size_t j = 0; j < dim_; ++j) {
       mean_[j] = mean[j];
       shift_t_[j] = static_cast<T>(mean_[j]);
@@ -243,7 +244,7 @@ class CpuEngine final : public Engine<T> {
 
   void set_centroids(const double* centroids, std::size_t k) override {
     k_ = k;
-    panel_ = k <= table_->narrow.nr ? &table_->narrow : &table_->wide;
+    panel_ = panel_for(k);
     panel_->pack_centroids(centroids, k, dim_, packed_.reserve(panel_->packed_size(k, dim_)));
     if (inner_product_) {
       // The kernels score ||c||^2 - 2 x.c; with the real centroids' norms zeroed (padding keeps
@@ -419,7 +420,7 @@ class CpuEngine final : public Engine<T> {
     // Groups of whole panels, in index order: one panel each (Yinyang's K/10 centroids per
     // group is about one panel of 16 or 32 at the K where grouping pays), fewer and larger
     // groups where their float lower bounds would outgrow X itself (4 (1 + G) bytes per row).
-    const PanelKernels<T>* panel = k <= table_->narrow.nr ? &table_->narrow : &table_->wide;
+    const PanelKernels<T>* panel = panel_for(k);
     const std::size_t npanels = (k + panel->nr - 1) / panel->nr;
     const std::size_t fit = row_bytes_ / 4 > 1 ? row_bytes_ / 4 - 1 : 1;
     const std::size_t cap = std::min(kMaxGroups, fit);
@@ -430,23 +431,26 @@ class CpuEngine final : public Engine<T> {
     // 16-bit rows on AMX tiles: the bounded path scores survivors with the float32 kernels (the
     // same bits, not the tiles' speed); auto leaves them to the tiles, on prunes them.
     if (prune == Prune::kAuto && amx_mode_) return false;
-    // The largest row norm, for the guard against scores beyond float range.
-    rmax_ = 0;
-    for_each_chunk([&](const Chunk<T>& ch) {
-      double mx = 0;
+    // The largest row norm, for the guard against scores beyond float range: one pass over X,
+    // once per shift (not once per run).
+    if (rmax_ < 0) {
+      rmax_ = 0;
+      for_each_chunk([&](const Chunk<T>& ch) {
+        double mx = 0;
 #pragma omp parallel for num_threads(threads_) schedule(static) reduction(max : mx)
-      for (std::size_t i = 0; i < ch.x.rows; ++i) {
-        const T* row = ch.x.row(i);
-        double sq = 0;
-        for (std::size_t j = 0; j < dim_; ++j) {
-          const double v = static_cast<double>(static_cast<T>(row[j] - shift_t_[j]));
-          sq += v * v;
+        for (std::size_t i = 0; i < ch.x.rows; ++i) {
+          const T* row = ch.x.row(i);
+          double sq = 0;
+          for (std::size_t j = 0; j < dim_; ++j) {
+            const double v = static_cast<double>(static_cast<T>(row[j] - shift_t_[j]));
+            sq += v * v;
+          }
+          mx = std::max(mx, sq);
         }
-        mx = std::max(mx, sq);
-      }
-      rmax_ = std::max(rmax_, mx);
-    });
-    rmax_ = std::sqrt(rmax_) * (1 + 0x1p-30);
+        rmax_ = std::max(rmax_, mx);
+      });
+      rmax_ = std::sqrt(rmax_) * (1 + 0x1p-30);
+    }
     ub_.assign(n_, 0.0f);
     lb_.assign(n_ * groups_, 0.0f);
     prune_ = true;
@@ -454,6 +458,9 @@ class CpuEngine final : public Engine<T> {
   }
 
  private:
+  // The panel width the kernels use for k centroids (both panels follow one contract).
+  const PanelKernels<T>* panel_for(std::size_t k) const { return k <= table_->narrow.nr ? &table_->narrow : &table_->wide; }
+
   // ---- Bounded assignment (docs/KERNELS.md, "Bounded assignment") ----
 
   // Bounded iterations per window of auto's judgement of the payoff.
@@ -1147,11 +1154,10 @@ class CpuEngine final : public Engine<T> {
   AlignedBuffer<T> bpacked_;           // the centroids packed in order_
   std::vector<T> ids_;                 // centroid index of each packed position, as T
   std::vector<double> drift_, gdrift_;
-  double rmax_ = 0;
+  double rmax_ = -1;  // largest norm of a row about the shift (-1: not taken yet)
   bounds::Slack slack_;
   BoundCounts counts_;
   std::uint64_t last_distances_ = 0;
-
 
   std::vector<std::uint64_t> hist_;
   std::vector<std::uint64_t> offsets_;
