@@ -14,6 +14,7 @@ namespace flashkm {
 namespace {
 
 using testing::blobs;
+using testing::ChunkSource;
 
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
@@ -254,33 +255,6 @@ TEST(Prune, AutoGivesUpWhereBoundsDoNotPay) {
   for (std::size_t i = gave_up; i < a.history.size(); ++i) EXPECT_EQ(a.history[i].distances, full) << i;
   EXPECT_LT(on.history.back().distances, full);
 }
-
-// A RowSource in chunks of one granule: the same as the in-memory pruned and unpruned fits.
-template <class T>
-class ChunkSource final : public RowSource<T> {
- public:
-  ChunkSource(const std::vector<T>& x, std::size_t n, std::size_t d) : x_(x), n_(n), d_(d) {}
-  std::size_t rows() const override { return n_; }
-  std::size_t cols() const override { return d_; }
-  void begin_pass(std::size_t granule) override {
-    chunk_ = granule;
-    next_ = 0;
-  }
-  MatrixView<T> next_chunk(std::size_t* first) override {
-    *first = next_;
-    const std::size_t m = std::min(chunk_, n_ - next_);
-    buf_.assign(x_.begin() + static_cast<std::ptrdiff_t>(next_ * d_), x_.begin() + static_cast<std::ptrdiff_t>((next_ + m) * d_));
-    next_ += m;
-    return MatrixView<T>(buf_.data(), m, d_);
-  }
-  void read_row(std::size_t i, T* out) override { std::memcpy(out, x_.data() + i * d_, d_ * sizeof(T)); }
-
- private:
-  const std::vector<T>& x_;
-  std::size_t n_, d_;
-  std::size_t chunk_ = 0, next_ = 0;
-  std::vector<T> buf_;
-};
 
 TYPED_TEST(PruneTest, StreamedBitwise) {
   using T = TypeParam;

@@ -1,8 +1,10 @@
 // Test helpers: random data sets and a float64 textbook Lloyd to compare flashkm against.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "flashkm/flashkm.hpp"
@@ -66,5 +68,36 @@ std::size_t expect_labels_match(const std::vector<T>& X, std::size_t d, const st
                                 const std::vector<std::int32_t>& got,
                                 const std::vector<std::int32_t>& want, double rel_tie,
                                 double abs_tie = 0.0);
+
+/// A RowSource over x (n x d) in chunks of one granule, copied out of x as a file would be
+/// read; counts its passes.
+template <class T>
+class ChunkSource final : public RowSource<T> {
+ public:
+  ChunkSource(const std::vector<T>& x, std::size_t n, std::size_t d) : x_(x), n_(n), d_(d) {}
+  std::size_t rows() const override { return n_; }
+  std::size_t cols() const override { return d_; }
+  void begin_pass(std::size_t granule) override {
+    chunk_ = granule;
+    next_ = 0;
+    ++passes_;
+  }
+  MatrixView<T> next_chunk(std::size_t* first) override {
+    *first = next_;
+    const std::size_t m = std::min(chunk_, n_ - next_);
+    buf_.assign(x_.begin() + static_cast<std::ptrdiff_t>(next_ * d_), x_.begin() + static_cast<std::ptrdiff_t>((next_ + m) * d_));
+    next_ += m;
+    return MatrixView<T>(buf_.data(), m, d_);
+  }
+  void read_row(std::size_t i, T* out) override { std::memcpy(out, x_.data() + i * d_, d_ * sizeof(T)); }
+  /// Passes begun so far.
+  std::size_t passes() const { return passes_; }
+
+ private:
+  const std::vector<T>& x_;
+  std::size_t n_, d_;
+  std::size_t chunk_ = 0, next_ = 0, passes_ = 0;
+  std::vector<T> buf_;
+};
 
 }  // namespace flashkm::testing

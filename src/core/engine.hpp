@@ -86,6 +86,27 @@ class Engine {
   /// pot[t] = sum_i w_i * min(closest[i], ||x_i - c_t||^2) for m centred candidates c_t
   /// (float64, summed in a fixed order).
   virtual void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) = 0;
+  /// Greedy k-means++ seeding with the closest distances kept in the engine: each row's squared
+  /// distance to its nearest centre chosen so far, computed as lower_closest computes it. Bounds
+  /// (Raff 2021) skip the rows a candidate or a new centre provably cannot bring closer; the
+  /// results are bitwise those of lower_closest and potentials on the same closest distances.
+  /// seed_start takes the first centre and up to k centres in all; it returns the potential
+  /// sum_i w_i closest_i (float64, in row order).
+  virtual double seed_start(const double* centre, std::size_t k) = 0;
+  /// For each target, the first row whose running sum of w_i closest_i (float64, in row order)
+  /// reaches it, clipped to the last row (numpy.searchsorted on the cumulative sum).
+  virtual std::vector<std::size_t> seed_draw(const std::vector<double>& targets) = 0;
+  /// As potentials(candidates, m, closest, pot) on the kept closest distances.
+  virtual void seed_potentials(const double* candidates, std::size_t m, double* pot) = 0;
+  /// Adds candidate t of the last seed_potentials call as the next centre: as
+  /// lower_closest(candidate, closest) on the kept closest distances.
+  virtual void seed_keep(std::size_t t) = 0;
+  /// Point-centre distances computed since seed_start (N per centre without bounds, plus N per
+  /// candidate).
+  virtual std::uint64_t seed_distances() const = 0;
+  /// Frees the seeding state.
+  virtual void seed_end() = 0;
+
   /// Squared distances of every row to every set centroid, rows x k, row-major.
   virtual void sqdistances(T* out) = 0;
 

@@ -1,4 +1,4 @@
-// Initialisation: greedy k-means++ on the engine's fused distance kernel, and random points.
+// Initialisation: greedy k-means++ (bounded in the engine, and the plain reference), and random points.
 #include "core/init.hpp"
 
 #include <algorithm>
@@ -7,45 +7,64 @@
 #include <numeric>
 #include <string>
 
+#include "core/seeding.hpp"
 #include "flashkm/errors.hpp"
 
 namespace flashkm::detail {
 namespace {
 
-// Index of the first point whose running sum of w_i * closest_i reaches each target (sorted
-// ascending), as numpy.searchsorted(cumsum, targets) does; clipped to the last point.
-template <class T>
-std::vector<std::size_t> search_cumulative(const T* closest, const double* w, std::size_t n,
-                                           std::vector<double> targets) {
-  std::vector<std::size_t> order(targets.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return targets[a] < targets[b]; });
-  std::vector<std::size_t> out(targets.size(), n - 1);
-  double cum = 0;
-  std::size_t t = 0;
-  for (std::size_t i = 0; i < n && t < order.size(); ++i) {
-    cum += (w ? w[i] : 1.0) * static_cast<double>(closest[i]);
-    while (t < order.size() && targets[order[t]] <= cum) out[order[t++]] = i;
-  }
-  return out;
+// The first centre: a point drawn with probability proportional to its weight.
+std::size_t first_centre(const double* w, std::size_t n, std::mt19937_64& rng) {
+  std::vector<float> ones(n, 1.0f);
+  double total_w = 0;
+  for (std::size_t i = 0; i < n; ++i) total_w += w ? w[i] : 1.0;
+  return search_cumulative(ones.data(), w, n, {uniform01(rng) * total_w})[0];
+}
+
+std::size_t local_trials(std::size_t k) { return 2 + static_cast<std::size_t>(std::log(static_cast<double>(k))); }
+
+std::size_t lowest(const std::vector<double>& pot) {
+  return static_cast<std::size_t>(std::min_element(pot.begin(), pot.end()) - pot.begin());
 }
 
 }  // namespace
 
 template <class T>
-std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937_64& rng) {
+std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937_64& rng, SeedProgress* progress) {
+  const std::size_t n = engine.rows();
+  const std::size_t dim = engine.cols();
+  const std::size_t trials = local_trials(k);
+  std::vector<double> centroids(k * dim);
+  engine.row_centred(first_centre(engine.weights(), n, rng), centroids.data());
+  double pot = engine.seed_start(centroids.data(), k);
+  if (progress) progress->step(1, k, engine.seed_distances());
+
+  std::vector<double> cand(trials * dim);
+  std::vector<double> cand_pot(trials);
+  std::vector<double> targets(trials);
+  for (std::size_t c = 1; c < k; ++c) {
+    for (double& t : targets) t = uniform01(rng) * pot;
+    const auto ids = engine.seed_draw(targets);
+    for (std::size_t t = 0; t < trials; ++t) engine.row_centred(ids[t], cand.data() + t * dim);
+    engine.seed_potentials(cand.data(), trials, cand_pot.data());
+    const std::size_t best = lowest(cand_pot);
+    pot = cand_pot[best];
+    std::copy_n(cand.data() + best * dim, dim, centroids.data() + c * dim);
+    engine.seed_keep(best);
+    if (progress) progress->step(c + 1, k, engine.seed_distances());
+  }
+  engine.seed_end();
+  return centroids;
+}
+
+template <class T>
+std::vector<double> init_kmeanspp_plain(Engine<T>& engine, std::size_t k, std::mt19937_64& rng) {
   const std::size_t n = engine.rows();
   const std::size_t dim = engine.cols();
   const double* w = engine.weights();
-  const std::size_t trials = 2 + static_cast<std::size_t>(std::log(static_cast<double>(k)));
+  const std::size_t trials = local_trials(k);
   std::vector<double> centroids(k * dim);
-
-  // First centre: a point drawn with probability proportional to its weight.
-  std::vector<T> ones(n, T(1));
-  double total_w = 0;
-  for (std::size_t i = 0; i < n; ++i) total_w += w ? w[i] : 1.0;
-  const std::size_t first = search_cumulative(ones.data(), w, n, {uniform01(rng) * total_w})[0];
-  engine.row_centred(first, centroids.data());
+  engine.row_centred(first_centre(w, n, rng), centroids.data());
 
   std::vector<T> closest(n, std::numeric_limits<T>::infinity());
   engine.lower_closest(centroids.data(), closest.data());
@@ -61,8 +80,7 @@ std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937
     for (std::size_t t = 0; t < trials; ++t) engine.row_centred(ids[t], cand.data() + t * dim);
     // All trials against all points in one pass over X.
     engine.potentials(cand.data(), trials, closest.data(), cand_pot.data());
-    const std::size_t best = static_cast<std::size_t>(
-        std::min_element(cand_pot.begin(), cand_pot.end()) - cand_pot.begin());
+    const std::size_t best = lowest(cand_pot);
     pot = cand_pot[best];
     std::copy_n(cand.data() + best * dim, dim, centroids.data() + c * dim);
     engine.lower_closest(centroids.data() + c * dim, closest.data());
@@ -115,8 +133,10 @@ std::vector<double> init_random(Engine<T>& engine, std::size_t k, std::mt19937_6
   return centroids;
 }
 
-template std::vector<double> init_kmeanspp<float>(Engine<float>&, std::size_t, std::mt19937_64&);
-template std::vector<double> init_kmeanspp<double>(Engine<double>&, std::size_t, std::mt19937_64&);
+template std::vector<double> init_kmeanspp<float>(Engine<float>&, std::size_t, std::mt19937_64&, SeedProgress*);
+template std::vector<double> init_kmeanspp<double>(Engine<double>&, std::size_t, std::mt19937_64&, SeedProgress*);
+template std::vector<double> init_kmeanspp_plain<float>(Engine<float>&, std::size_t, std::mt19937_64&);
+template std::vector<double> init_kmeanspp_plain<double>(Engine<double>&, std::size_t, std::mt19937_64&);
 template std::vector<double> init_random<float>(Engine<float>&, std::size_t, std::mt19937_64&);
 template std::vector<double> init_random<double>(Engine<double>&, std::size_t, std::mt19937_64&);
 

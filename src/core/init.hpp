@@ -11,11 +11,28 @@
 
 namespace flashkm::detail {
 
+/// Hears of seeding as it goes: `chosen` of `k` centres chosen, `distances` point-centre
+/// distances computed so far.
+class SeedProgress {
+ public:
+  virtual ~SeedProgress() = default;
+  virtual void step(std::size_t chosen, std::size_t k, std::uint64_t distances) = 0;
+};
+
 /// Greedy k-means++ (Arthur & Vassilvitskii 2007, with scikit-learn's 2 + floor(ln k) local
 /// trials per step and the candidate that lowers the potential most). Weighted by the
 /// engine's sample weights. Returns k centred centroids, row-major, float64.
+/// The engine keeps the closest distances and skips the points its bounds prove a candidate
+/// cannot bring closer (Engine::seed_*); the centres are bitwise those of init_kmeanspp_plain.
+/// `progress`, when given, hears of every centre chosen.
 template <class T>
-std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937_64& rng);
+std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937_64& rng,
+                                  SeedProgress* progress = nullptr);
+
+/// The same k-means++ with every distance computed (lower_closest, potentials): the reference
+/// the bounded seeding is tested against.
+template <class T>
+std::vector<double> init_kmeanspp_plain(Engine<T>& engine, std::size_t k, std::mt19937_64& rng);
 
 /// k distinct rows drawn without replacement with probability proportional to their weight
 /// (Efraimidis-Spirakis keys); throws InvalidData when fewer than k rows have positive weight.

@@ -15,10 +15,12 @@
 #include <utility>
 
 #include "core/half_source.hpp"
+#include "core/seeding.hpp"
 #include "cpu/aligned_buffer.hpp"
 #include "cpu/amx.hpp"
 #include "cpu/bounds.hpp"
 #include "cpu/kernel_table.hpp"
+#include "cpu/seeding.hpp"
 #include "flashkm/errors.hpp"
 
 namespace flashkm::detail {
@@ -326,6 +328,134 @@ class CpuEngine final : public Engine<T> {
       }
     });
     std::copy(total.begin(), total.end(), pot);
+  }
+
+  double seed_start(const double* centre, std::size_t k) override {
+    seed_closest_.assign(n_, std::numeric_limits<T>::infinity());
+    seed_owner_.assign(n_, 0);
+    seed_centres_.assign(centre, centre + dim_);
+    seed_centres_.reserve(k * dim_);
+    seed_count_ = 1;
+    seed_window_ = SeedWindow{};
+    seed_bounded_ = true;
+    seed_norm_.resize(n_);
+    for_each_chunk([&](const Chunk<T>& ch) {
+      for_row_tasks(0, ch.x.rows, [&](std::size_t r0, std::size_t r1) {
+        seed_norms(ch.pts, r0, r1, seed_norm_.data() + ch.first + r0);
+      });
+    });
+    lower_closest(centre, seed_closest_.data());
+    seed_distances_ = n_;
+    double pot = 0;
+    for (std::size_t i = 0; i < n_; ++i) pot += (weights_ ? weights_[i] : 1.0) * static_cast<double>(seed_closest_[i]);
+    return pot;
+  }
+
+  std::vector<std::size_t> seed_draw(const std::vector<double>& targets) override {
+    return search_cumulative(seed_closest_.data(), weights_, n_, targets);
+  }
+
+  void seed_potentials(const double* candidates, std::size_t m, double* pot) override {
+    seed_bounded_ = seed_window_.bounded_next();
+    seed_cands_.assign(candidates, candidates + m * dim_);
+    std::vector<double> cand_norm;
+    if (seed_bounded_) {
+      seed_thresholds(*table_, dim_, seed_centres_.data(), seed_count_, seed_cands_.data(), m, seed_thr_);
+      cand_norm.resize(m);
+      seed_norms(centres_ref(seed_cands_.data()), 0, m, cand_norm.data());
+    }
+    const SeedStep<T> step{seed_cands_.data(), m, seed_bounded_, seed_thr_.data(), cand_norm.data()};
+    const std::size_t sr = stat_rows(row_bytes_);
+    seed_low_.resize((n_ + sr - 1) / sr);
+    seed_overflow_.assign(seed_low_.size(), 0);
+    std::uint64_t computed = 0;
+    const std::vector<double> total = block_sums(m, [&](const Chunk<T>& ch, std::size_t r0, std::size_t r1, double* p) {
+      const std::size_t b = (ch.first + r0) / sr;
+      seed_low_[b].clear();
+      // Lowerings for at most an eighth of the rows are kept (all candidates together); more
+      // (the first steps) and keeping the candidate re-reads the block.
+      SeedRecords<T> rec{&seed_low_[b], ch.first, (r1 - r0) / 8};
+      const SeedRows<T> rows{seed_closest_.data() + ch.first, seed_owner_.data() + ch.first,
+                             weights_ ? weights_ + ch.first : nullptr, seed_norm_.data() + ch.first};
+      const std::uint64_t c = seed_block_potentials(*table_, ch.pts, r0, r1, rows, step, p, &rec);
+      seed_overflow_[b] = rec.overflow;
+#pragma omp atomic
+      computed += c;
+    });
+    seed_distances_ += computed;
+    if (seed_bounded_) seed_window_.record(computed, n_ * m);
+    std::copy(total.begin(), total.end(), pot);
+  }
+
+  void seed_keep(std::size_t t) override {
+    const std::size_t at = seed_centres_.size();
+    seed_centres_.insert(seed_centres_.end(), seed_cands_.begin() + static_cast<std::ptrdiff_t>(t * dim_),
+                         seed_cands_.begin() + static_cast<std::ptrdiff_t>((t + 1) * dim_));
+    const T* c = seed_centres_.data() + at;
+    const auto index = static_cast<std::int32_t>(seed_count_);
+    const auto cand = static_cast<std::uint32_t>(t);
+    const std::size_t nb = seed_low_.size();
+    bool overflow = false;
+    // The lowerings the potentials recorded (distinct rows per block, so in any order).
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 16) reduction(|| : overflow)
+    for (std::size_t b = 0; b < nb; ++b) {
+      if (seed_overflow_[b]) {
+        overflow = true;
+        continue;
+      }
+      for (const SeedLowering<T>& low : seed_low_[b]) {
+        if (low.cand != cand) continue;
+        seed_closest_[low.row] = low.dist;
+        seed_owner_[low.row] = index;
+      }
+    }
+    if (overflow) lower_overflowed(c, index);
+    ++seed_count_;
+  }
+
+  // keep's pass over the blocks whose lowerings did not fit: as lower_closest, with the bounds
+  // when the step had them (unbounded steps: zero thresholds, no norm test).
+  void lower_overflowed(const T* c, std::int32_t index) {
+    double norm = -1;
+    if (seed_bounded_) {
+      seed_thresholds(*table_, dim_, seed_centres_.data(), seed_count_, c, 1, seed_thr_);
+      seed_norms(centres_ref(c), 0, 1, &norm);
+    } else {
+      seed_thr_.assign(seed_count_, 0.0);
+    }
+    const std::size_t sr = stat_rows(row_bytes_);
+    std::uint64_t computed = 0;
+    for_each_chunk([&](const Chunk<T>& ch) {
+      const std::size_t b0 = ch.first / sr, nb = (ch.x.rows + sr - 1) / sr;
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) reduction(+ : computed)
+      for (std::size_t b = 0; b < nb; ++b) {
+        if (!seed_overflow_[b0 + b]) continue;
+        computed += seed_lower_rows(*table_, ch.pts, b * sr, std::min(ch.x.rows, (b + 1) * sr),
+                                    seed_norm_.data() + ch.first, c, norm, seed_thr_.data(), index,
+                                    seed_closest_.data() + ch.first, seed_owner_.data() + ch.first);
+      }
+    });
+    seed_distances_ += computed;
+  }
+
+  std::uint64_t seed_distances() const override { return seed_distances_; }
+
+  // m centres (m x dim, as the kernels subtract them) as rows with a zero shift.
+  PointsRef<T> centres_ref(const T* centres) {
+    seed_zero_.assign(dim_, T(0));
+    return PointsRef<T>{centres, dim_, dim_, seed_zero_.data()};
+  }
+
+  void seed_end() override {
+    seed_closest_ = {};
+    seed_owner_ = {};
+    seed_norm_ = {};
+    seed_centres_ = {};
+    seed_cands_ = {};
+    seed_thr_ = {};
+    seed_low_ = {};
+    seed_overflow_ = {};
+    seed_count_ = 0;
   }
 
   void sqdistances(T* out) override {
@@ -1158,6 +1288,23 @@ class CpuEngine final : public Engine<T> {
   bounds::Slack slack_;
   BoundCounts counts_;
   std::uint64_t last_distances_ = 0;
+
+  // Seeding (seed_*, cpu/seeding.hpp): each row's closest squared distance to the centres
+  // chosen so far and the centre it was measured to; the centres and the step's candidates as
+  // the kernels subtract them; the step's thresholds.
+  std::vector<T> seed_closest_;
+  std::vector<std::int32_t> seed_owner_;
+  std::vector<double> seed_norm_;  // the rows' norms about the shift
+  std::vector<T> seed_centres_;
+  std::vector<T> seed_zero_;
+  std::size_t seed_count_ = 0;
+  std::vector<T> seed_cands_;
+  std::vector<double> seed_thr_;
+  std::vector<std::vector<SeedLowering<T>>> seed_low_;  // per statistics block
+  std::vector<char> seed_overflow_;                     // per statistics block
+  std::uint64_t seed_distances_ = 0;
+  SeedWindow seed_window_;
+  bool seed_bounded_ = true;  // the current step tests bounds
 
   std::vector<std::uint64_t> hist_;
   std::vector<std::uint64_t> offsets_;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -72,6 +73,10 @@ std::vector<double> allgather(const std::vector<double>& mine) {
   std::vector<double> all(static_cast<std::size_t>(total));
   MPI_Allgatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, world());
   return all;
+}
+
+std::logic_error no_shard_seeding() {
+  return std::logic_error("flashkm internal error: k-means++ over MPI shards (the MPI engine seeds on a gathered sample)");
 }
 
 template <class T>
@@ -147,6 +152,15 @@ class MpiEngine final : public detail::Engine<T> {
     collectively([&] { local_->potentials(candidates, m, closest, pot); });
     allreduce_sum(pot, m);
   }
+
+  // The driver's k-means++ never runs over the shards: initial_centroids seeds on a gathered
+  // sample with a local engine.
+  double seed_start(const double*, std::size_t) override { throw no_shard_seeding(); }
+  std::vector<std::size_t> seed_draw(const std::vector<double>&) override { throw no_shard_seeding(); }
+  void seed_potentials(const double*, std::size_t, double*) override { throw no_shard_seeding(); }
+  void seed_keep(std::size_t) override { throw no_shard_seeding(); }
+  std::uint64_t seed_distances() const override { return 0; }
+  void seed_end() override {}
 
   void sqdistances(T* out) override {
     collectively([&] { local_->sqdistances(out); });

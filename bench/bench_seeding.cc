@@ -1,0 +1,138 @@
+// Greedy k-means++ with bounds (Engine::seed_*) against the plain implementation that computes
+// every distance, side by side in one run, with one unpruned Lloyd iteration on the same data
+// and engine as the yardstick (issue: seeding at the cost of a few Lloyd iterations). The
+// centres of the two seedings are compared bit for bit.
+//
+// Usage: bench_seeding [threads [repeats [shape ...]]]
+//   shape: blobs:NxDxK (the peer harness's overlapping blobs, sep 3) or fmnist:K (Fashion-MNIST,
+//   70,000 x 784, scaled to [0, 1]); defaults: the issue's three shapes, 2 threads, 3 repeats.
+#include <zlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/init.hpp"
+#include "cpu/cpu_engine.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Overlapping Gaussian blobs as ../shared/bench's harness draws them: centres ~ N(0, sep^2 / 2d)
+// per coordinate, unit noise.
+std::vector<float> blobs(std::size_t n, std::size_t d, std::size_t k, double sep = 3.0) {
+  std::mt19937_64 rng(0);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> c(k * d);
+  const float s = static_cast<float>(sep / std::sqrt(2.0 * static_cast<double>(d)));
+  for (auto& v : c) v = g(rng) * s;
+  std::uniform_int_distribution<std::size_t> lab(0, k - 1);
+  std::vector<float> x(n * d);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t l = lab(rng);
+    for (std::size_t j = 0; j < d; ++j) x[i * d + j] = g(rng) + c[l * d + j];
+  }
+  return x;
+}
+
+std::vector<float> fashion_mnist(std::size_t& n, std::size_t& d) {
+  std::vector<float> x;
+  n = 0;
+  d = 784;
+  for (const char* name : {"train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz"}) {
+    const std::string path = std::string("/usr/share/datasets/fashion-mnist/") + name;
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (!f) {
+      std::fprintf(stderr, "cannot open %s (Debian's dataset-fashion-mnist)\n", path.c_str());
+      std::exit(1);
+    }
+    unsigned char head[16];
+    gzread(f, head, 16);
+    const std::size_t m = (std::size_t{head[4]} << 24) | (std::size_t{head[5]} << 16) | (std::size_t{head[6]} << 8) | head[7];
+    std::vector<unsigned char> buf(m * d);
+    gzread(f, buf.data(), static_cast<unsigned>(buf.size()));
+    gzclose(f);
+    for (unsigned char b : buf) x.push_back(static_cast<float>(b) / 255.0f);
+    n += m;
+  }
+  return x;
+}
+
+void run(const std::string& shape, int threads, int repeats) {
+  std::size_t n = 0, d = 0, k = 0;
+  std::vector<float> X;
+  if (std::sscanf(shape.c_str(), "blobs:%zux%zux%zu", &n, &d, &k) == 3) {
+    X = blobs(n, d, k);
+  } else if (std::sscanf(shape.c_str(), "fmnist:%zu", &k) == 1) {
+    X = fashion_mnist(n, d);
+  } else {
+    std::fprintf(stderr, "bad shape '%s'\n", shape.c_str());
+    std::exit(2);
+  }
+  auto engine = flashkm::detail::make_cpu_engine<float>(flashkm::MatrixView<float>(X.data(), n, d), {}, threads, "");
+  std::vector<double> t_plain, t_bounded, t_iter;
+  std::vector<double> plain, bounded;
+  std::uint64_t distances = 0;
+  struct Count final : flashkm::detail::SeedProgress {
+    std::uint64_t last = 0;
+    void step(std::size_t, std::size_t, std::uint64_t dist) override { last = dist; }
+  } count;
+  for (int r = 0; r < repeats; ++r) {
+    std::mt19937_64 a(1), b(1);
+    auto t = Clock::now();
+    plain = flashkm::detail::init_kmeanspp_plain(*engine, k, a);
+    t_plain.push_back(seconds_since(t));
+    t = Clock::now();
+    bounded = flashkm::detail::init_kmeanspp(*engine, k, b, &count);
+    t_bounded.push_back(seconds_since(t));
+    distances = count.last;
+  }
+  const bool same = plain.size() == bounded.size() && std::memcmp(plain.data(), bounded.data(), plain.size() * 8) == 0;
+  // One unpruned Lloyd iteration (assignment and update) from the seeds.
+  std::vector<std::int32_t> labels(n, -1);
+  std::vector<float> dist(n);
+  std::vector<double> sums(k * d), w(k);
+  std::size_t changed = 0;
+  engine->begin_run(flashkm::Prune::kOff, k);
+  for (int r = 0; r < repeats; ++r) {
+    const auto t = Clock::now();
+    engine->assign_update(bounded.data(), k, labels.data(), dist.data(), sums.data(), w.data(), &changed);
+    t_iter.push_back(seconds_since(t));
+  }
+  const double trials = 2 + std::floor(std::log(static_cast<double>(k)));
+  const double full = static_cast<double>(n) * (static_cast<double>(k) + static_cast<double>(k - 1) * trials);
+  const double p = median(t_plain), q = median(t_bounded), it = median(t_iter);
+  std::printf("%-22s plain %8.3f s  bounded %7.3f s  speed-up %6.2fx  = %5.2f Lloyd iterations (%.3f s)  "
+              "distances %.4f of plain  centres %s\n",
+              shape.c_str(), p, q, p / q, q / it, it, static_cast<double>(distances) / full,
+              same ? "bitwise equal" : "DIFFER");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
+  std::vector<std::string> shapes;
+  for (int i = 3; i < argc; ++i) shapes.emplace_back(argv[i]);
+  if (shapes.empty()) shapes = {"blobs:1000000x64x256", "blobs:100000x128x1024", "fmnist:256"};
+  std::printf("k-means++ (greedy, 2 + ln K trials), %d threads, median of %d; target %s\n", threads, repeats,
+              flashkm::detail::cpu_default_target().c_str());
+  for (const auto& s : shapes) run(s, threads, repeats);
+  return 0;
+}

@@ -1,0 +1,288 @@
+// Bounded greedy k-means++ (see seeding.hpp).
+#include "cpu/seeding.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "cpu/bounds.hpp"
+
+namespace flashkm::detail {
+namespace {
+
+// A squared distance d^ that the kernels compute from differences of rows and centres held in
+// T (sqdist_one, sqdist_few, the reference's scalar loop) satisfies
+//   (1 - g) d - tau <= d^ <= (1 + g) d + tau
+// for the exact squared distance d between the rounded row y = x - shift (the same y for every
+// centre: the first subtraction does not depend on it) and the centre: each difference rounds
+// once, each square and addition once (twice without fused multiply-adds), so g = gamma_{2D+8}
+// covers it with room; tau covers products and sums in the subnormal range.
+template <class T>
+struct DistanceSlack {
+  double g;
+  double tau;
+  double e;  // relative error of a norm taken by norms() (float64 sum of squares, square root)
+  explicit DistanceSlack(std::size_t dim)
+      : g(bounds::gamma<T>(2 * dim + 8)),
+        tau(static_cast<double>(2 * dim + 8) * static_cast<double>(std::numeric_limits<T>::denorm_min())),
+        e(2 * bounds::gamma<double>(dim + 4)) {}
+
+  // The exact squared distance below which a computed one could fall under cl:
+  // computed >= (1 - g) exact - tau >= cl whenever exact >= (cl + tau) / (1 - g).
+  double safe(double cl) const { return (cl + tau) * over; }
+  double over = 1 / (1 - g) * (1 + std::ldexp(1.0, -40));
+
+  // A pair whose distance one kernel computed as dh >= lowering_top(cl) has a distance >= cl
+  // as another kernel computes it: dh <= (1 + g) d + tau, and the other's is >= (1 - g) d - tau.
+  double lowering_top(double cl) const {
+    if (std::isinf(cl)) return std::numeric_limits<double>::infinity();  // anything may lower
+    return (cl + tau) * grow + tau;
+  }
+  // (1 + g) / (1 - g), widened for the float64 arithmetic of lowering_top.
+  double grow = (1 + g) / (1 - g) * (1 + std::ldexp(1.0, -40));
+
+  // |‖y‖ - ‖c‖|, a lower bound on the exact ‖y - c‖, from computed norms (0 when they overlap).
+  double norm_gap(double ny, double nc) const {
+    return std::max({0.0, ny * (1 - e) - nc * (1 + e), nc * (1 - e) - ny * (1 + e)});
+  }
+};
+
+// Covers the float64 rounding of a test's own arithmetic.
+const double kShave = 1 - std::ldexp(1.0, -40);
+
+// The norm filter (Rodriguez Corominas et al. 2024): ‖y - c‖ >= |‖y‖ - ‖c‖|.
+template <class T>
+bool far_by_norms(const DistanceSlack<T>& s, double safe, double ny, double nc) {
+  const double gap = s.norm_gap(ny, nc);
+  return gap * gap * kShave >= safe;
+}
+
+// Centres per call of sqdist_few when taking thresholds (a buffer of this many x m).
+constexpr std::size_t kThresholdRows = 256;
+
+// Rows per sub-block of the bounded passes: scored in one kernel call when nearly all its rows
+// have a pair the bounds do not exclude (as the plain passes score every row), else row by row
+// and, for a row with one survivor, that pair alone.
+constexpr std::size_t kSeedRows = 256;
+bool dense(std::size_t live_rows, std::size_t rows) { return live_rows * 8 > rows * 7; }
+
+}  // namespace
+
+template <class T>
+void seed_thresholds(const KernelTable<T>& table, std::size_t dim, const T* centres, std::size_t count,
+                     const T* cands, std::size_t m, std::vector<double>& thr) {
+  thr.resize(count * m);
+  const std::vector<T> zero(dim, T(0));
+  const PointsRef<T> ref{centres, dim, dim, zero.data()};
+  std::vector<T> d(kThresholdRows * kMaxFew);
+  const DistanceSlack<T> s(dim);
+  for (std::size_t a0 = 0; a0 < count; a0 += kThresholdRows) {
+    const std::size_t a1 = std::min(count, a0 + kThresholdRows);
+    for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
+     const std::size_t mm = std::min(kMaxFew, m - t0);
+     table.sqdist_few(ref, cands + t0 * dim, mm, a0, a1, d.data());
+     for (std::size_t i = 0; i < (a1 - a0) * mm; ++i) {
+      // Exact ||c - a||^2 >= (d^ - tau) / (1 + g) =: A; exact ||y - a||^2 <= (cl + tau) / (1 - g)
+      // =: B. If A >= 4B then ||y - c|| >= sqrt(A) - sqrt(B) >= sqrt(B), so the candidate's
+      // computed distance is >= (1 - g) B - tau = cl. Hence cl <= (1 - g) A / 4 - tau suffices;
+      // the double arithmetic here is covered by a relative 2^-40.
+      const double dh = static_cast<double>(d[i]);
+      double t = 0;
+      if (std::isfinite(dh)) {
+        const double a = (dh - s.tau) / (1 + s.g);
+        t = ((1 - s.g) * a * 0.25 - s.tau) * (1 - std::ldexp(1.0, -40));
+      }
+      // cl = 0 is never lowered (distances are >= 0, and min keeps cl on equality).
+      thr[(a0 + i / mm) * m + t0 + i % mm] = std::max(t, 0.0);
+     }
+    }
+  }
+}
+
+// p[u] += w_i * min(cl_i, d_i,t+u) (cl_i where bit t+u of mask[i] is clear) over rows i in
+// order, for u < W.
+template <class T, std::size_t W>
+void add_terms(const SeedRows<T>& rs, std::size_t s, std::size_t rows, const std::uint32_t* mask, const T* d,
+               std::size_t mm, std::size_t t, double* p) {
+  double acc[W];
+  for (std::size_t u = 0; u < W; ++u) acc[u] = p[u];
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T cl = rs.closest[s + i];
+    const double wi = rs.w ? rs.w[s + i] : 1.0;
+    for (std::size_t u = 0; u < W; ++u) {
+      const T v = (mask[i] >> (t + u)) & 1 ? std::min(cl, d[i * mm + t + u]) : cl;
+      acc[u] += wi * static_cast<double>(v);
+    }
+  }
+  for (std::size_t u = 0; u < W; ++u) p[u] = acc[u];
+}
+
+template <class T>
+std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef<T>& pts, std::size_t r0,
+                                    std::size_t r1, const SeedRows<T>& rs, const SeedStep<T>& step, double* p,
+                                    SeedRecords<T>* rec) {
+  std::uint64_t computed = 0;
+  const std::size_t dim = pts.dim;
+  const std::size_t m = step.m;
+  const DistanceSlack<T> sl(dim);
+  T d[kSeedRows * kMaxFew];
+  std::uint32_t mask[kSeedRows];  // bit t: candidate t may lower the row's closest distance
+  // The candidates' norms, widened by their rounding (the norm filter).
+  double nlo[kMaxFew], nhi[kMaxFew];
+  for (std::size_t s = r0; s < r1; s += kSeedRows) {
+    const std::size_t rows = std::min(kSeedRows, r1 - s);
+    for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
+      const std::size_t mm = std::min(kMaxFew, m - t0);
+      for (std::size_t t = 0; t < mm && step.bounded; ++t) {
+        nlo[t] = step.cand_norm[t0 + t] * (1 - sl.e);
+        nhi[t] = step.cand_norm[t0 + t] * (1 + sl.e);
+      }
+      std::size_t live = rows;  // rows with a surviving pair
+      if (step.bounded) live = 0;
+      for (std::size_t i = 0; i < rows && step.bounded; ++i) {
+        const double cl = static_cast<double>(rs.closest[s + i]);
+        const double* th = step.thr + static_cast<std::size_t>(rs.owner[s + i]) * m + t0;
+        std::uint32_t bits = 0;
+        for (std::size_t t = 0; t < mm; ++t) bits |= static_cast<std::uint32_t>(cl > th[t]) << t;
+        if (bits) {
+          const double safe = sl.safe(cl);
+          const double ylo = rs.norm[s + i] * (1 - sl.e), yhi = rs.norm[s + i] * (1 + sl.e);
+          for (std::size_t t = 0; t < mm; ++t) {
+            const double gap = std::max({0.0, ylo - nhi[t], nlo[t] - yhi});
+            if (gap * gap * kShave >= safe) bits &= ~(std::uint32_t{1} << t);
+          }
+        }
+        mask[i] = bits;
+        live += bits != 0;
+      }
+      const T* c = step.cands + t0 * dim;
+      if (!step.bounded || dense(live, rows)) {
+        // Nearly every row has a survivor: score them all in one call, as the plain potentials
+        // do (a skipped pair's distance is >= the closest one, so min() keeps the closest).
+        table.sqdist_few(pts, c, mm, s, s + rows, d);
+        computed += rows * mm;
+        for (std::size_t i = 0; i < rows; ++i) mask[i] = (std::uint32_t{1} << mm) - 1;
+      } else {
+        for (std::size_t i = 0; i < rows; ++i) {
+          if (mask[i] == 0) continue;
+          if (std::popcount(mask[i]) == 1) {
+            const std::size_t t = static_cast<std::size_t>(std::countr_zero(mask[i]));
+            table.sqdist_few(pts, c + t * dim, 1, s + i, s + i + 1, d + i * mm + t);
+            computed += 1;
+          } else {
+            table.sqdist_few(pts, c, mm, s + i, s + i + 1, d + i * mm);
+            computed += mm;
+            mask[i] = (std::uint32_t{1} << mm) - 1;
+          }
+        }
+      }
+      // Each candidate's sum runs over the rows in order (as the plain potentials add them);
+      // four candidates' sums at a time stay in registers.
+      std::size_t t = 0;
+      for (; t + 4 <= mm; t += 4) add_terms<T, 4>(rs, s, rows, mask, d, mm, t, p + t0 + t);
+      for (; t < mm; ++t) add_terms<T, 1>(rs, s, rows, mask, d, mm, t, p + t0 + t);
+      if (!rec || rec->overflow) continue;
+      // The pairs whose one-centroid distance (lower_closest's) may fall below cl: measured now,
+      // while the row is in cache, so that keeping a candidate needs no pass over X.
+      for (std::size_t i = 0; i < rows && !rec->overflow; ++i) {
+        const T cl = rs.closest[s + i];
+        const double top = sl.lowering_top(static_cast<double>(cl));
+        if (mask[i] == 0) continue;
+        if (mask[i] == (std::uint32_t{1} << mm) - 1) {  // every pair scored: a quick reject
+          T least = d[i * mm];
+          for (std::size_t t = 1; t < mm; ++t) least = std::min(least, d[i * mm + t]);
+          if (!(static_cast<double>(least) < top)) continue;
+        }
+        for (std::uint32_t bits = mask[i]; bits; bits &= bits - 1) {
+          const std::size_t t = static_cast<std::size_t>(std::countr_zero(bits));
+          if (!(static_cast<double>(d[i * mm + t]) < top)) continue;
+          T o;
+          table.sqdist_one(pts, c + t * dim, s + i, s + i + 1, &o);
+          ++computed;
+          if (!(o < cl)) continue;
+          if (rec->out->size() == rec->cap) {
+            rec->overflow = true;
+            rec->out->clear();
+            break;
+          }
+          rec->out->push_back({rec->row_base + s + i, static_cast<std::uint32_t>(t0 + t), o});
+        }
+      }
+    }
+  }
+  return computed;
+}
+
+template <class T>
+std::uint64_t seed_lower_rows(const KernelTable<T>& table, const PointsRef<T>& pts, std::size_t r0,
+                              std::size_t r1, const double* row_norm, const T* centre, double centre_norm,
+                              const double* thr, std::int32_t index, T* closest, std::int32_t* owner) {
+  std::uint64_t computed = 0;
+  const DistanceSlack<T> sl(pts.dim);
+  T d[kSeedRows];
+  bool live[kSeedRows];
+  for (std::size_t s = r0; s < r1; s += kSeedRows) {
+    const std::size_t rows = std::min(kSeedRows, r1 - s);
+    std::size_t survivors = 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+      const double cl = static_cast<double>(closest[s + i]);
+      live[i] = cl > thr[owner[s + i]] &&
+                (centre_norm < 0 || !far_by_norms(sl, sl.safe(cl), row_norm[s + i], centre_norm));
+      survivors += live[i];
+    }
+    if (survivors == 0) continue;
+    const bool all = dense(survivors, rows);
+    if (all) {
+      table.sqdist_one(pts, centre, s, s + rows, d);
+      computed += rows;
+    }
+    for (std::size_t i = 0; i < rows; ++i) {
+      const T cl = closest[s + i];
+      if (!all) {
+        if (!live[i]) continue;
+        table.sqdist_one(pts, centre, s + i, s + i + 1, d + i);
+        ++computed;
+      }
+      if (d[i] < cl) {  // as min(cl, d): a skipped row's d is >= cl
+        closest[s + i] = d[i];
+        owner[s + i] = index;
+      }
+    }
+  }
+  return computed;
+}
+
+template <class T>
+void seed_norms(const PointsRef<T>& pts, std::size_t r0, std::size_t r1, double* out) {
+  for (std::size_t r = r0; r < r1; ++r) {
+    double sq = 0;
+    const T* row = pts.x + r * pts.stride;
+    for (std::size_t j = 0; j < pts.dim; ++j) {
+      const double y = static_cast<double>(static_cast<T>(row[j] - pts.shift[j]));  // as the kernels centre
+      sq += y * y;
+    }
+    out[r - r0] = std::sqrt(sq);
+  }
+}
+
+template void seed_norms<float>(const PointsRef<float>&, std::size_t, std::size_t, double*);
+template void seed_norms<double>(const PointsRef<double>&, std::size_t, std::size_t, double*);
+template void seed_thresholds<float>(const KernelTable<float>&, std::size_t, const float*, std::size_t,
+                                     const float*, std::size_t, std::vector<double>&);
+template void seed_thresholds<double>(const KernelTable<double>&, std::size_t, const double*, std::size_t,
+                                      const double*, std::size_t, std::vector<double>&);
+template std::uint64_t seed_block_potentials<float>(const KernelTable<float>&, const PointsRef<float>&,
+                                                    std::size_t, std::size_t, const SeedRows<float>&,
+                                                    const SeedStep<float>&, double*, SeedRecords<float>*);
+template std::uint64_t seed_block_potentials<double>(const KernelTable<double>&, const PointsRef<double>&,
+                                                     std::size_t, std::size_t, const SeedRows<double>&,
+                                                     const SeedStep<double>&, double*, SeedRecords<double>*);
+template std::uint64_t seed_lower_rows<float>(const KernelTable<float>&, const PointsRef<float>&, std::size_t,
+                                              std::size_t, const double*, const float*, double, const double*,
+                                              std::int32_t, float*, std::int32_t*);
+template std::uint64_t seed_lower_rows<double>(const KernelTable<double>&, const PointsRef<double>&, std::size_t,
+                                               std::size_t, const double*, const double*, double, const double*,
+                                               std::int32_t, double*, std::int32_t*);
+
+}  // namespace flashkm::detail

@@ -1,0 +1,180 @@
+// Bounded greedy k-means++ (Engine::seed_*): the centres are bitwise those of the plain
+// implementation that computes every distance (init_kmeanspp_plain), on awkward shapes, data
+// far from the origin, duplicates and near-ties, with weights, on every target and thread
+// count, and streamed; and the bounds do skip most distances on clustered data.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "core/init.hpp"
+#include "cpu/cpu_engine.hpp"
+#include "testlib.hpp"
+
+namespace flashkm {
+namespace {
+
+using testing::blobs;
+using testing::ChunkSource;
+
+struct Seeds {
+  std::vector<double> centres;
+  std::uint64_t distances = 0;
+};
+
+class Counter final : public detail::SeedProgress {
+ public:
+  void step(std::size_t chosen, std::size_t k, std::uint64_t distances) override {
+    EXPECT_EQ(chosen, ++steps);
+    EXPECT_LE(chosen, k);
+    EXPECT_GE(distances, last);
+    last = distances;
+  }
+  std::size_t steps = 0;
+  std::uint64_t last = 0;
+};
+
+template <class T>
+Seeds bounded(detail::Engine<T>& engine, std::size_t k, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Counter progress;
+  Seeds s;
+  s.centres = detail::init_kmeanspp(engine, k, rng, &progress);
+  EXPECT_EQ(progress.steps, k);
+  s.distances = progress.last;
+  return s;
+}
+
+template <class T>
+std::vector<double> plain(detail::Engine<T>& engine, std::size_t k, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return detail::init_kmeanspp_plain(engine, k, rng);
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+// Seeds X (n x d) both ways on one engine and requires the same bits; returns the bounded run.
+template <class T>
+Seeds check(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k, std::uint64_t seed,
+            const std::vector<double>& w = {}, int threads = 2, const std::string& target = "") {
+  auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), w, threads, target);
+  const std::vector<double> want = plain(*engine, k, seed);
+  const Seeds got = bounded(*engine, k, seed);
+  EXPECT_TRUE(same_bits(want, got.centres)) << "n=" << n << " d=" << d << " k=" << k << " seed=" << seed;
+  return got;
+}
+
+template <class T>
+class SeedingTest : public ::testing::Test {};
+using Types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(SeedingTest, Types);
+
+TYPED_TEST(SeedingTest, RandomShapesBitwise) {
+  using T = TypeParam;
+  struct Shape {
+    std::size_t n, d, k;
+  };
+  // N = 1, K = 1, K = N, D = 1, D off every vector width, very large D, N off every block.
+  for (const Shape s : {Shape{1, 1, 1}, Shape{1, 7, 1}, Shape{9, 3, 9}, Shape{40, 1, 12}, Shape{300, 17, 25},
+                        Shape{2000, 64, 100}, Shape{150, 2048, 12}, Shape{5003, 33, 64}, Shape{4097, 5, 300}}) {
+    for (std::uint64_t seed : {1u, 2u}) {
+      const auto X = blobs<T>(s.n, s.d, std::max<std::size_t>(1, s.k / 2), 10 * seed + s.d, 5.0);
+      check(X, s.n, s.d, s.k, seed);
+    }
+  }
+}
+
+TYPED_TEST(SeedingTest, FarFromTheOriginBitwise) {
+  using T = TypeParam;
+  const std::size_t n = 3000, d = 24, k = 50;
+  for (double offset : {1e4, -3e5}) {
+    const auto X = blobs<T>(n, d, 20, 5, 3.0, offset);
+    check(X, n, d, k, 7);
+  }
+}
+
+// Duplicated rows (ties to the last bit), at scales from 2^-60 to 2^60: distances in the
+// subnormal range and near the float range's top must not break the bounds.
+TYPED_TEST(SeedingTest, DuplicatesAndScalesBitwise) {
+  using T = TypeParam;
+  const std::size_t d = 6, base = 40, copies = 25, n = base * copies, k = 60;
+  const auto B = blobs<T>(base, d, 8, 3, 4.0);
+  for (int e : {-60, -20, 0, 20, 60}) {
+    std::vector<T> X(n * d);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < d; ++j) X[i * d + j] = static_cast<T>(std::ldexp(static_cast<double>(B[(i % base) * d + j]), e));
+    }
+    SCOPED_TRACE(::testing::Message() << "scale 2^" << e);
+    check(X, n, d, k, 11);
+  }
+}
+
+// Points a hair apart: near-ties between a candidate and a row's closest centre at every scale.
+TYPED_TEST(SeedingTest, NearTiesBitwise) {
+  using T = TypeParam;
+  const std::size_t d = 9, n = 2400, k = 80;
+  std::mt19937_64 rng(4);
+  std::uniform_int_distribution<int> grid(-3, 3);
+  std::uniform_real_distribution<double> hair(-1, 1);
+  for (double eps : {0.0, 1e-7, 1e-3}) {
+    std::vector<T> X(n * d);
+    for (auto& v : X) v = static_cast<T>(grid(rng) + eps * hair(rng));
+    SCOPED_TRACE(::testing::Message() << "eps " << eps);
+    check(X, n, d, k, 5);
+  }
+}
+
+// Every compiled target, 1 / 2 / 3 threads, weights (some zero).
+TYPED_TEST(SeedingTest, TargetsThreadsWeightsBitwise) {
+  using T = TypeParam;
+  const std::size_t n = 6000, d = 21, k = 70;
+  const auto X = blobs<T>(n, d, 40, 9, 6.0, 50.0);
+  std::mt19937_64 rng(2);
+  std::uniform_real_distribution<double> u(0, 3);
+  std::vector<double> w(n);
+  for (std::size_t i = 0; i < n; ++i) w[i] = i % 13 == 0 ? 0.0 : u(rng);
+  std::vector<double> first;
+  for (const std::string& target : available_targets()) {
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message() << target << ", " << threads << " threads");
+      const Seeds got = check(X, n, d, k, 3, w, threads, target);
+      if (target == available_targets().front()) {
+        if (first.empty()) first = got.centres;
+        EXPECT_TRUE(same_bits(first, got.centres)) << "thread count changed the centres";
+      }
+    }
+  }
+}
+
+// Streamed through a RowSource: bitwise the in-memory plain seeding.
+TYPED_TEST(SeedingTest, StreamedBitwise) {
+  using T = TypeParam;
+  const std::size_t d = 16, g = row_source_granule(d, sizeof(T)), n = 2 * g + 777, k = 20;
+  const auto X = blobs<T>(n, d, 20, 6, 6.0);
+  auto memory = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), {}, 2, "");
+  const std::vector<double> want = plain(*memory, k, 9);
+  ChunkSource<T> src(X, n, d);
+  auto streamed = detail::make_cpu_engine<T>(src, {}, 2, "");
+  EXPECT_TRUE(same_bits(want, bounded(*streamed, k, 9).centres));
+}
+
+// In low dimension the bounds skip most distances (the plain seeding computes N per centre
+// and N per candidate); in high dimension the triangle inequality proves far less.
+TYPED_TEST(SeedingTest, BoundsSkipMostDistances) {
+  using T = TypeParam;
+  const std::size_t n = 20000, d = 3, k = 128;
+  const auto X = blobs<T>(n, d, 16, 12, 10.0);
+  const Seeds s = check(X, n, d, k, 1);
+  const std::size_t trials = 2 + static_cast<std::size_t>(std::log(static_cast<double>(k)));
+  const double full = static_cast<double>(n) * static_cast<double>(k + (k - 1) * trials);
+  EXPECT_LT(static_cast<double>(s.distances), 0.2 * full) << s.distances << " of " << full;
+  EXPECT_GE(s.distances, n) << "the first centre's distances are all computed";
+}
+
+}  // namespace
+}  // namespace flashkm
+
