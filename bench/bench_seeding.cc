@@ -89,7 +89,7 @@ void run(const std::string& shape, int threads, int repeats) {
   std::uint64_t distances = 0;
   struct Count final : flashkm::detail::SeedProgress {
     std::uint64_t last = 0;
-    void step(std::size_t, std::size_t, std::uint64_t dist) override { last = dist; }
+    void step(const char*, std::size_t, std::size_t, std::uint64_t dist) override { last = dist; }
   } count;
   for (int r = 0; r < repeats; ++r) {
     std::mt19937_64 a(1), b(1);
@@ -97,7 +97,7 @@ void run(const std::string& shape, int threads, int repeats) {
     plain = flashkm::detail::init_kmeanspp_plain(*engine, k, a);
     t_plain.push_back(seconds_since(t));
     t = Clock::now();
-    bounded = flashkm::detail::init_kmeanspp(*engine, k, b, &count);
+    bounded = flashkm::detail::init_kmeanspp(*engine, k, b, {&count});
     t_bounded.push_back(seconds_since(t));
     distances = count.last;
   }

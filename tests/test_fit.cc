@@ -1,6 +1,5 @@
 // End-to-end: flashkm::fit against a float64 textbook Lloyd from the same initial centroids.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <cmath>
 #include <fstream>
@@ -259,27 +258,9 @@ TYPED_TEST(FitTest, PredictTransformScoreAgreeWithFit) {
   EXPECT_EQ(predict(MatrixView<T>(wide.data(), n, d, d + 3), r.centroids_view()), r.labels);
 }
 
-// Fashion-MNIST (Debian's dataset-fashion-mnist, installed by `make test`): a real data set.
-std::vector<float> load_fashion_mnist(std::size_t max_rows, std::size_t& n, std::size_t& d) {
-  const char* path = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
-  gzFile f = gzopen(path, "rb");
-  if (!f) return {};
-  unsigned char hdr[16];
-  gzread(f, hdr, 16);
-  auto be32 = [&](int o) { return (std::size_t(hdr[o]) << 24) | (hdr[o + 1] << 16) | (hdr[o + 2] << 8) | hdr[o + 3]; };
-  n = std::min(max_rows, be32(4));
-  d = be32(8) * be32(12);
-  std::vector<unsigned char> raw(n * d);
-  gzread(f, raw.data(), static_cast<unsigned>(raw.size()));
-  gzclose(f);
-  std::vector<float> X(n * d);
-  for (std::size_t i = 0; i < X.size(); ++i) X[i] = float(raw[i]) / 255.0f;
-  return X;
-}
-
 TEST(FitRealData, FashionMnistMatchesReference) {
   std::size_t n = 0, d = 0;
-  const auto X = load_fashion_mnist(6000, n, d);
+  const auto X = testing::load_fashion_mnist(6000, n, d);
   ASSERT_FALSE(X.empty()) << "Fashion-MNIST not found: install Debian's dataset-fashion-mnist "
                              "(make test does)";
   const std::size_t k = 10;

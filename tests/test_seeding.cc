@@ -4,7 +4,9 @@
 // count, and streamed; and the bounds do skip most distances on clustered data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <string>
@@ -26,7 +28,8 @@ struct Seeds {
 
 class Counter final : public detail::SeedProgress {
  public:
-  void step(std::size_t chosen, std::size_t k, std::uint64_t distances) override {
+  void step(const char* phase, std::size_t chosen, std::size_t k, std::uint64_t distances) override {
+    EXPECT_STREQ(phase, "k-means++");
     EXPECT_EQ(chosen, ++steps);
     EXPECT_LE(chosen, k);
     EXPECT_GE(distances, last);
@@ -41,7 +44,7 @@ Seeds bounded(detail::Engine<T>& engine, std::size_t k, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   Counter progress;
   Seeds s;
-  s.centres = detail::init_kmeanspp(engine, k, rng, &progress);
+  s.centres = detail::init_kmeanspp(engine, k, rng, {&progress});
   EXPECT_EQ(progress.steps, k);
   s.distances = progress.last;
   return s;
@@ -128,6 +131,27 @@ TYPED_TEST(SeedingTest, NearTiesBitwise) {
   }
 }
 
+// One candidate a step (plain k-means++; k-means|| may recluster with it) and many.
+TYPED_TEST(SeedingTest, TrialCountsBitwise) {
+  using T = TypeParam;
+  const std::size_t n = 3000, d = 10, k = 40;
+  const auto X = blobs<T>(n, d, 20, 4, 5.0);
+  auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), {}, 2, "");
+  for (std::size_t trials : {1u, 3u, 16u, 21u}) {
+    std::mt19937_64 a(5), b(5);
+    const auto want = detail::init_kmeanspp_plain(*engine, k, a, trials);
+    std::vector<std::size_t> rows;
+    const auto got = detail::init_kmeanspp(*engine, k, b, {nullptr, trials, &rows});
+    EXPECT_TRUE(same_bits(want, got)) << trials << " trials";
+    ASSERT_EQ(rows.size(), k);
+    std::vector<double> row(d);
+    for (std::size_t c = 0; c < k; ++c) {
+      engine->row_centred(rows[c], row.data());
+      EXPECT_TRUE(std::equal(row.begin(), row.end(), got.begin() + static_cast<std::ptrdiff_t>(c * d))) << "centre " << c;
+    }
+  }
+}
+
 // Every compiled target, 1 / 2 / 3 threads, weights (some zero).
 TYPED_TEST(SeedingTest, TargetsThreadsWeightsBitwise) {
   using T = TypeParam;
@@ -175,6 +199,127 @@ TYPED_TEST(SeedingTest, BoundsSkipMostDistances) {
   EXPECT_GE(s.distances, n) << "the first centre's distances are all computed";
 }
 
+// k-means||: the same centres for any thread count, streamed or in memory, with weights.
+TYPED_TEST(SeedingTest, ParallelInitIsDeterministic) {
+  using T = TypeParam;
+  const std::size_t d = 12, g = row_source_granule(d, sizeof(T)), n = g + 999, k = 40;
+  const auto X = blobs<T>(n, d, 30, 3, 5.0, 20.0);
+  std::vector<double> w(n);
+  std::mt19937_64 rng(8);
+  for (auto& v : w) v = static_cast<double>(rng() % 4);  // zeros included
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.init = InitMethod::kMeansParallel;
+  o.max_iter = 3;
+  o.seed = 17;
+  o.sample_weight = w;
+  std::vector<T> first;
+  for (int threads : {1, 2, 3}) {
+    o.n_threads = threads;
+    const auto r = fit(MatrixView<T>(X.data(), n, d), o);
+    if (first.empty()) first = r.centroids;
+    EXPECT_EQ(std::memcmp(first.data(), r.centroids.data(), first.size() * sizeof(T)), 0) << threads << " threads";
+  }
+  ChunkSource<T> src(X, n, d);
+  const auto s = fit(src, o);
+  EXPECT_EQ(std::memcmp(first.data(), s.centroids.data(), first.size() * sizeof(T)), 0) << "streamed";
+  o.seed = 18;
+  const auto other = fit(MatrixView<T>(X.data(), n, d), o);
+  EXPECT_NE(std::memcmp(first.data(), other.centroids.data(), first.size() * sizeof(T)), 0) << "the seed is used";
+}
+
+// Converged inertia from k-means|| within 1% of k-means++'s (median over 5 seeds).
+template <class T>
+void expect_parallel_quality(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k) {
+  std::vector<double> pp, par;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    KMeansOptions o;
+    o.n_clusters = k;
+    o.seed = seed;
+    o.max_iter = 100;
+    pp.push_back(fit(MatrixView<T>(X.data(), n, d), o).inertia);
+    o.init = InitMethod::kMeansParallel;
+    par.push_back(fit(MatrixView<T>(X.data(), n, d), o).inertia);
+  }
+  std::sort(pp.begin(), pp.end());
+  std::sort(par.begin(), par.end());
+  EXPECT_LE(par[2], pp[2] * 1.01) << "k-means|| median inertia " << par[2] << " vs k-means++ " << pp[2] << " (k-means++ " << pp[0] << " .. " << pp[4]
+                            << ", k-means|| " << par[0] << " .. " << par[4] << ")";
+}
+
+TEST(ParallelInit, QualityOnBlobs) {
+  const std::size_t n = 20000, d = 16, k = 64;
+  expect_parallel_quality(blobs<float>(n, d, 64, 5, 3.0), n, d, k);
+}
+
+TEST(ParallelInit, QualityOnFashionMnist) {
+  std::size_t n = 0, d = 0;
+  const auto X = testing::load_fashion_mnist(8000, n, d);
+  ASSERT_FALSE(X.empty()) << "Fashion-MNIST not found: install Debian's dataset-fashion-mnist (make test does)";
+  expect_parallel_quality(X, n, d, 32);
+}
+
+// Few distinct rows: the rounds draw fewer than K + 1 rows and k-means++ over all rows takes over.
+TEST(ParallelInit, FewDistinctRowsFallBack) {
+  const std::size_t d = 3, n = 500, k = 6;
+  std::vector<float> X(n * d);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < d; ++j) X[i * d + j] = static_cast<float>((i % 6) * 10 + j);
+  }
+  KMeansOptions o;
+  o.n_clusters = k;
+  o.init = InitMethod::kMeansParallel;
+  const auto r = fit(MatrixView<float>(X.data(), n, d), o);
+  EXPECT_EQ(r.inertia, 0.0) << "each of the 6 distinct rows is a centre";
+}
+
+TEST(ParallelInit, RefusesBadOptions) {
+  const auto X = blobs<float>(100, 2, 3, 1);
+  KMeansOptions o;
+  o.n_clusters = 3;
+  o.init = InitMethod::kMeansParallel;
+  o.init_oversampling = 0;
+  EXPECT_THROW(fit(MatrixView<float>(X.data(), 100, 2), o), InvalidArgument);
+  o.init_oversampling = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(fit(MatrixView<float>(X.data(), 100, 2), o), InvalidArgument);
+  o.init_oversampling = 2;
+  o.init_rounds = 0;
+  EXPECT_THROW(fit(MatrixView<float>(X.data(), 100, 2), o), InvalidArgument);
+}
+
+// The seeding callback hears every step of each phase, with times; init_seconds is reported.
+TEST(SeedCallback, HearsEveryStep) {
+  const std::size_t n = 3000, d = 8, k = 25;
+  const auto X = blobs<float>(n, d, 10, 2);
+  for (InitMethod m : {InitMethod::kMeansPlusPlus, InitMethod::kMeansParallel}) {
+    std::vector<SeedStats> seen;
+    KMeansOptions o;
+    o.n_clusters = k;
+    o.init = m;
+    o.n_init = 2;
+    o.init_rounds = 3;
+    o.seed_callback = [&](const SeedStats& s) { seen.push_back(s); };
+    const auto r = fit(MatrixView<float>(X.data(), n, d), o);
+    EXPECT_GT(r.init_seconds, 0.0);
+    std::size_t pp = 0, par = 0;
+    for (const SeedStats& s : seen) {
+      EXPECT_LE(s.done, s.total);
+      EXPECT_GE(s.seconds, 0.0);
+      EXPECT_GE(s.seconds_left, 0.0);
+      if (std::string(s.phase) == "k-means++") {
+        EXPECT_EQ(s.total, k);
+        ++pp;
+      } else {
+        EXPECT_EQ(std::string(s.phase), "k-means||");
+        EXPECT_EQ(s.total, 3u);
+        ++par;
+      }
+    }
+    EXPECT_EQ(pp, 2 * k) << "every centre of both runs";
+    EXPECT_EQ(par, m == InitMethod::kMeansParallel ? 6u : 0u);
+    EXPECT_EQ(seen.back().init_run, 1);
+  }
+}
+
 }  // namespace
 }  // namespace flashkm
-

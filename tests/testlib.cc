@@ -1,6 +1,8 @@
 // Test helpers: random data, a float64 textbook Lloyd, tie-aware label comparison.
 #include "testlib.hpp"
 
+#include <zlib.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -224,5 +226,22 @@ template double sqdist<float, float>(const float*, const float*, std::size_t);
 template std::size_t expect_labels_match<float, double>(const std::vector<float>&, std::size_t, const std::vector<double>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double, double);
 template std::size_t expect_labels_match<double, double>(const std::vector<double>&, std::size_t, const std::vector<double>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double, double);
 template std::size_t expect_labels_match<float, float>(const std::vector<float>&, std::size_t, const std::vector<float>&, const std::vector<std::int32_t>&, const std::vector<std::int32_t>&, double, double);
+
+std::vector<float> load_fashion_mnist(std::size_t max_rows, std::size_t& n, std::size_t& d) {
+  const char* path = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
+  gzFile f = gzopen(path, "rb");
+  if (!f) return {};
+  unsigned char hdr[16];
+  gzread(f, hdr, 16);
+  auto be32 = [&](int o) { return (std::size_t(hdr[o]) << 24) | (hdr[o + 1] << 16) | (hdr[o + 2] << 8) | hdr[o + 3]; };
+  n = std::min(max_rows, be32(4));
+  d = be32(8) * be32(12);
+  std::vector<unsigned char> raw(n * d);
+  gzread(f, raw.data(), static_cast<unsigned>(raw.size()));
+  gzclose(f);
+  std::vector<float> X(n * d);
+  for (std::size_t i = 0; i < X.size(); ++i) X[i] = float(raw[i]) / 255.0f;
+  return X;
+}
 
 }  // namespace flashkm::testing

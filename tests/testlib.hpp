@@ -69,6 +69,10 @@ std::size_t expect_labels_match(const std::vector<T>& X, std::size_t d, const st
                                 const std::vector<std::int32_t>& want, double rel_tie,
                                 double abs_tie = 0.0);
 
+/// The first max_rows images of Fashion-MNIST's training set (Debian's dataset-fashion-mnist,
+/// installed by `make test`), scaled to [0, 1]: n x d (d = 784). Empty when not installed.
+std::vector<float> load_fashion_mnist(std::size_t max_rows, std::size_t& n, std::size_t& d);
+
 /// A RowSource over x (n x d) in chunks of one granule, copied out of x as a file would be
 /// read; counts its passes.
 template <class T>

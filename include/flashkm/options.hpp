@@ -17,6 +17,9 @@ enum class InitMethod {
   kMeansPlusPlus,  ///< greedy k-means++ as scikit-learn does it (2 + floor(ln k) trials per step)
   kRandom,         ///< k distinct data points (weighted by sample_weight when given)
   kExplicit,       ///< the caller's `init_centroids`
+  kMeansParallel,  ///< k-means|| (Bahmani et al. 2012): `init_rounds` rounds each drawing about
+                   ///< init_oversampling * K rows, weighted by the rows nearest them, then
+                   ///< weighted greedy k-means++ on them
 };
 
 /// How points are compared with centroids.
@@ -68,6 +71,21 @@ struct IterationStats {
 /// Called after every iteration; return false to stop the run (StopReason::kCallback).
 using IterationCallback = std::function<bool(const IterationStats&)>;
 
+/// Seeding's progress, reported after every step of a phase (KMeansOptions::seed_callback).
+struct SeedStats {
+  const char* phase = "";         ///< "k-means++" (steps: centres chosen) or "k-means||"
+                                  ///< (steps: rounds drawn; its k-means++ on the drawn rows follows)
+  std::size_t done = 0;           ///< steps of the phase done
+  std::size_t total = 0;          ///< steps the phase takes
+  std::uint64_t distances = 0;    ///< point-centre distances computed in the phase so far
+  double seconds = 0;             ///< since the phase began
+  double seconds_left = 0;        ///< estimate for the rest of the phase (its mean step so far)
+  int init_run = 0;               ///< which of the n_init runs is seeding
+};
+
+/// Called after every seeding step (cannot stop the fit).
+using SeedCallback = std::function<void(const SeedStats&)>;
+
 /// Explicit initial centroids, K x D, in either float type.
 using CentroidsView = std::variant<MatrixView<double>, MatrixView<float>>;
 
@@ -80,10 +98,13 @@ struct KMeansOptions {
                                        ///< Ignored (one run) for explicit centroids.
   int max_iter = 300;                  ///< >= 1
   double tol = 1e-4;                   ///< relative to the mean per-feature variance of X; >= 0
-  std::uint64_t seed = 0;              ///< seeds k-means++ and random init
+  std::uint64_t seed = 0;              ///< seeds k-means++, k-means|| and random init
+  double init_oversampling = 2.0;      ///< k-means||: rows drawn per round, as a multiple of K (> 0)
+  int init_rounds = 5;                 ///< k-means||: rounds of drawing (>= 1)
   int n_threads = 0;                   ///< 0 = all cores; results do not depend on it
   std::span<const double> sample_weight{};  ///< empty = all ones; else N values >= 0, not all 0
   IterationCallback callback{};        ///< optional progress callback
+  SeedCallback seed_callback{};        ///< optional seeding progress callback
   std::string target{};                ///< SIMD target to force ("" = best available, or the
                                        ///< FLASHKM_TARGET environment variable when set)
   Prune prune = Prune::kAuto;          ///< bounded assignment (see Prune); never changes the result

@@ -24,6 +24,7 @@ struct KMeansResult {
   StopReason stop_reason = StopReason::kMaxIter;
   int best_init = 0;                 ///< which of the n_init runs was kept
   std::vector<IterationStats> history;  ///< iterations of every run, in order
+  double init_seconds = 0;           ///< wall time of seeding (k-means++, k-means||, random), all runs
   std::string target;                ///< the SIMD target whose kernels actually ran
 
   MatrixView<T> centroids_view() const { return {centroids.data(), n_clusters, n_features}; }

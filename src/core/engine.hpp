@@ -101,6 +101,17 @@ class Engine {
   /// Adds candidate t of the last seed_potentials call as the next centre: as
   /// lower_closest(candidate, closest) on the kept closest distances.
   virtual void seed_keep(std::size_t t) = 0;
+  /// k-means||: every row drawn independently, row i when u_i < l * w_i * closest_i / psi with
+  /// u_i a uniform number keyed by (key, i) (so the draw depends on neither threads nor shards);
+  /// the drawn rows' indices, increasing.
+  virtual std::vector<std::size_t> seed_oversample(double l, double psi, std::uint64_t key) = 0;
+  /// k-means||: lowers the kept closest distances against m more centres (FlashAssign), which
+  /// become centres count .. count + m - 1; returns the new potential sum_i w_i closest_i
+  /// (float64, in fixed blocks of rows).
+  virtual double seed_add_many(const double* centres, std::size_t m) = 0;
+  /// k-means||: for each centre so far, the sum of the weights of the rows nearest it (float64,
+  /// in row order).
+  virtual std::vector<double> seed_owner_weights() = 0;
   /// Point-centre distances computed since seed_start (N per centre without bounds, plus N per
   /// candidate).
   virtual std::uint64_t seed_distances() const = 0;

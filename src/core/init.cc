@@ -30,14 +30,17 @@ std::size_t lowest(const std::vector<double>& pot) {
 }  // namespace
 
 template <class T>
-std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937_64& rng, SeedProgress* progress) {
+std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937_64& rng, const KppOptions& options) {
   const std::size_t n = engine.rows();
   const std::size_t dim = engine.cols();
-  const std::size_t trials = local_trials(k);
+  const std::size_t trials = options.trials ? options.trials : local_trials(k);
+  SeedProgress* progress = options.progress;
   std::vector<double> centroids(k * dim);
-  engine.row_centred(first_centre(engine.weights(), n, rng), centroids.data());
+  const std::size_t first = first_centre(engine.weights(), n, rng);
+  if (options.rows) options.rows->assign(1, first);
+  engine.row_centred(first, centroids.data());
   double pot = engine.seed_start(centroids.data(), k);
-  if (progress) progress->step(1, k, engine.seed_distances());
+  if (progress) progress->step("k-means++", 1, k, engine.seed_distances());
 
   std::vector<double> cand(trials * dim);
   std::vector<double> cand_pot(trials);
@@ -51,18 +54,20 @@ std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937
     pot = cand_pot[best];
     std::copy_n(cand.data() + best * dim, dim, centroids.data() + c * dim);
     engine.seed_keep(best);
-    if (progress) progress->step(c + 1, k, engine.seed_distances());
+    if (options.rows) options.rows->push_back(ids[best]);
+    if (progress) progress->step("k-means++", c + 1, k, engine.seed_distances());
   }
   engine.seed_end();
   return centroids;
 }
 
 template <class T>
-std::vector<double> init_kmeanspp_plain(Engine<T>& engine, std::size_t k, std::mt19937_64& rng) {
+std::vector<double> init_kmeanspp_plain(Engine<T>& engine, std::size_t k, std::mt19937_64& rng,
+                                        std::size_t trials) {
   const std::size_t n = engine.rows();
   const std::size_t dim = engine.cols();
   const double* w = engine.weights();
-  const std::size_t trials = local_trials(k);
+  if (trials == 0) trials = local_trials(k);
   std::vector<double> centroids(k * dim);
   engine.row_centred(first_centre(w, n, rng), centroids.data());
 
@@ -86,6 +91,34 @@ std::vector<double> init_kmeanspp_plain(Engine<T>& engine, std::size_t k, std::m
     engine.lower_closest(centroids.data() + c * dim, closest.data());
   }
   return centroids;
+}
+
+template <class T>
+std::vector<double> init_kmeans_parallel(Engine<T>& engine, std::size_t k, std::mt19937_64& rng,
+                                         double oversampling, int rounds, const Recluster& recluster,
+                                         SeedProgress* progress) {
+  const std::size_t n = engine.rows();
+  const std::size_t dim = engine.cols();
+  std::vector<double> cand(dim);
+  engine.row_centred(first_centre(engine.weights(), n, rng), cand.data());
+  double psi = engine.seed_start(cand.data(), k);
+  const double l = oversampling * static_cast<double>(k);
+  std::vector<double> batch;
+  for (int r = 0; r < rounds; ++r) {
+    const std::vector<std::size_t> ids = engine.seed_oversample(l, psi, rng());
+    if (!ids.empty()) {
+      batch.resize(ids.size() * dim);
+      for (std::size_t t = 0; t < ids.size(); ++t) engine.row_centred(ids[t], batch.data() + t * dim);
+      cand.insert(cand.end(), batch.begin(), batch.end());
+      psi = engine.seed_add_many(batch.data(), ids.size());
+    }
+    if (progress) progress->step("k-means||", static_cast<std::size_t>(r) + 1, static_cast<std::size_t>(rounds), engine.seed_distances());
+  }
+  const std::size_t m = cand.size() / dim;
+  const std::vector<double> weight = engine.seed_owner_weights();
+  engine.seed_end();
+  if (m <= k) return init_kmeanspp(engine, k, rng, {progress});
+  return recluster(MatrixView<double>(cand.data(), m, dim), weight, k, rng(), progress);
 }
 
 std::vector<std::pair<double, std::size_t>> sampling_keys(const double* w, std::size_t n, std::mt19937_64& rng,
@@ -133,10 +166,14 @@ std::vector<double> init_random(Engine<T>& engine, std::size_t k, std::mt19937_6
   return centroids;
 }
 
-template std::vector<double> init_kmeanspp<float>(Engine<float>&, std::size_t, std::mt19937_64&, SeedProgress*);
-template std::vector<double> init_kmeanspp<double>(Engine<double>&, std::size_t, std::mt19937_64&, SeedProgress*);
-template std::vector<double> init_kmeanspp_plain<float>(Engine<float>&, std::size_t, std::mt19937_64&);
-template std::vector<double> init_kmeanspp_plain<double>(Engine<double>&, std::size_t, std::mt19937_64&);
+template std::vector<double> init_kmeanspp<float>(Engine<float>&, std::size_t, std::mt19937_64&, const KppOptions&);
+template std::vector<double> init_kmeanspp<double>(Engine<double>&, std::size_t, std::mt19937_64&, const KppOptions&);
+template std::vector<double> init_kmeanspp_plain<float>(Engine<float>&, std::size_t, std::mt19937_64&, std::size_t);
+template std::vector<double> init_kmeanspp_plain<double>(Engine<double>&, std::size_t, std::mt19937_64&, std::size_t);
+template std::vector<double> init_kmeans_parallel<float>(Engine<float>&, std::size_t, std::mt19937_64&, double, int,
+                                                        const Recluster&, SeedProgress*);
+template std::vector<double> init_kmeans_parallel<double>(Engine<double>&, std::size_t, std::mt19937_64&, double, int,
+                                                         const Recluster&, SeedProgress*);
 template std::vector<double> init_random<float>(Engine<float>&, std::size_t, std::mt19937_64&);
 template std::vector<double> init_random<double>(Engine<double>&, std::size_t, std::mt19937_64&);
 

@@ -3,36 +3,63 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <random>
 #include <utility>
 #include <vector>
 
 #include "core/engine.hpp"
+#include "flashkm/matrix_view.hpp"
 
 namespace flashkm::detail {
 
-/// Hears of seeding as it goes: `chosen` of `k` centres chosen, `distances` point-centre
-/// distances computed so far.
+/// Hears of seeding as it goes: `done` of `total` steps of a phase ("k-means++": centres chosen;
+/// "k-means||": rounds drawn), `distances` point-centre distances computed so far in it.
 class SeedProgress {
  public:
   virtual ~SeedProgress() = default;
-  virtual void step(std::size_t chosen, std::size_t k, std::uint64_t distances) = 0;
+  virtual void step(const char* phase, std::size_t done, std::size_t total, std::uint64_t distances) = 0;
 };
+
+/// k-means||'s last step: k centres for the weighted candidate rows (centred, float64), in the
+/// same frame, from a seed.
+using Recluster = std::function<std::vector<double>(MatrixView<double> rows, std::span<const double> weights,
+                                                    std::size_t k, std::uint64_t seed, SeedProgress* progress)>;
 
 /// Greedy k-means++ (Arthur & Vassilvitskii 2007, with scikit-learn's 2 + floor(ln k) local
 /// trials per step and the candidate that lowers the potential most). Weighted by the
 /// engine's sample weights. Returns k centred centroids, row-major, float64.
+/// What else k-means++ takes and gives.
+struct KppOptions {
+  SeedProgress* progress = nullptr;        ///< hears of every centre chosen
+  std::size_t trials = 0;                  ///< candidates per step; 0: 2 + floor(ln k)
+  std::vector<std::size_t>* rows = nullptr;  ///< receives the chosen rows' indices
+};
+
 /// The engine keeps the closest distances and skips the points its bounds prove a candidate
 /// cannot bring closer (Engine::seed_*); the centres are bitwise those of init_kmeanspp_plain.
-/// `progress`, when given, hears of every centre chosen.
 template <class T>
 std::vector<double> init_kmeanspp(Engine<T>& engine, std::size_t k, std::mt19937_64& rng,
-                                  SeedProgress* progress = nullptr);
+                                  const KppOptions& options = {});
 
 /// The same k-means++ with every distance computed (lower_closest, potentials): the reference
 /// the bounded seeding is tested against.
 template <class T>
-std::vector<double> init_kmeanspp_plain(Engine<T>& engine, std::size_t k, std::mt19937_64& rng);
+std::vector<double> init_kmeanspp_plain(Engine<T>& engine, std::size_t k, std::mt19937_64& rng,
+                                        std::size_t trials = 0);
+
+/// k-means|| (Bahmani et al., VLDB 2012): after a first row drawn by weight, `rounds` rounds
+/// each draw every row independently with probability min(1, l w_i d_i / psi), l =
+/// oversampling * k (d_i: squared distance to the nearest row drawn so far, psi = sum w_i d_i),
+/// with per-row keyed numbers, so the result depends neither on the thread count nor on how
+/// rows are split. The drawn rows, weighted by the weights of the rows nearest them, are
+/// clustered into k centres by `recluster`. Falls back to init_kmeanspp over all rows when fewer
+/// than k + 1 rows were drawn (data with few distinct rows).
+template <class T>
+std::vector<double> init_kmeans_parallel(Engine<T>& engine, std::size_t k, std::mt19937_64& rng,
+                                         double oversampling, int rounds, const Recluster& recluster,
+                                         SeedProgress* progress = nullptr);
 
 /// k distinct rows drawn without replacement with probability proportional to their weight
 /// (Efraimidis-Spirakis keys); throws InvalidData when fewer than k rows have positive weight.

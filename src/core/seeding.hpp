@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <numeric>
 #include <vector>
 
@@ -26,6 +27,16 @@ std::vector<std::size_t> search_cumulative(const T* closest, const double* w, st
     while (t < order.size() && targets[order[t]] <= cum) out[order[t++]] = i;
   }
   return out;
+}
+
+/// A uniform double in [0, 1) determined by (key, i) alone (SplitMix64's finaliser): the same
+/// for a row whichever thread or shard draws it.
+inline double keyed_uniform(std::uint64_t key, std::uint64_t i) {
+  std::uint64_t z = key + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
 }  // namespace flashkm::detail

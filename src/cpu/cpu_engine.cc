@@ -438,6 +438,65 @@ class CpuEngine final : public Engine<T> {
     seed_distances_ += computed;
   }
 
+  std::vector<std::size_t> seed_oversample(double l, double psi, std::uint64_t key) override {
+    std::vector<char> drawn(n_, 0);
+    const double scale = psi > 0 ? l / psi : 0.0;
+    for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
+      for (std::size_t i = r0; i < r1; ++i) {
+        const double p = (weights_ ? weights_[i] : 1.0) * static_cast<double>(seed_closest_[i]) * scale;
+        drawn[i] = p > 0 && keyed_uniform(key, row_offset_ + i) < p;
+      }
+    });
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (drawn[i]) out.push_back(i);
+    }
+    return out;
+  }
+
+  double seed_add_many(const double* centres, std::size_t m) override {
+    // Euclidean FlashAssign whatever the metric (cosine and dot seed on distances too).
+    const bool inner = inner_product_;
+    inner_product_ = false;
+    set_centroids(centres, m);
+    inner_product_ = inner;
+    std::vector<std::int32_t> lab(n_, 0);
+    std::vector<T> dist(n_);
+    assign(lab.data(), dist.data());
+    seed_distances_ += n_ * m;
+    const auto base = static_cast<std::int32_t>(seed_count_);
+    for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
+      for (std::size_t i = r0; i < r1; ++i) {
+        if (dist[i] < seed_closest_[i]) {
+          seed_closest_[i] = dist[i];
+          seed_owner_[i] = base + lab[i];
+        }
+      }
+    });
+    seed_centres_.insert(seed_centres_.end(), centres, centres + m * dim_);
+    seed_count_ += m;
+    const std::size_t sr = stat_rows(row_bytes_);
+    const std::size_t nb = (n_ + sr - 1) / sr;
+    std::vector<double> part(nb, 0.0);
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+    for (std::size_t b = 0; b < nb; ++b) {
+      double p = 0;
+      for (std::size_t i = b * sr; i < std::min(n_, (b + 1) * sr); ++i) {
+        p += (weights_ ? weights_[i] : 1.0) * static_cast<double>(seed_closest_[i]);
+      }
+      part[b] = p;
+    }
+    double psi = 0;
+    for (double p : part) psi += p;
+    return psi;
+  }
+
+  std::vector<double> seed_owner_weights() override {
+    std::vector<double> out(seed_count_, 0.0);
+    for (std::size_t i = 0; i < n_; ++i) out[static_cast<std::size_t>(seed_owner_[i])] += weights_ ? weights_[i] : 1.0;
+    return out;
+  }
+
   std::uint64_t seed_distances() const override { return seed_distances_; }
 
   // m centres (m x dim, as the kernels subtract them) as rows with a zero shift.

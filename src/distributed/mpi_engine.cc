@@ -159,6 +159,9 @@ class MpiEngine final : public detail::Engine<T> {
   std::vector<std::size_t> seed_draw(const std::vector<double>&) override { throw no_shard_seeding(); }
   void seed_potentials(const double*, std::size_t, double*) override { throw no_shard_seeding(); }
   void seed_keep(std::size_t) override { throw no_shard_seeding(); }
+  std::vector<std::size_t> seed_oversample(double, double, std::uint64_t) override { throw no_shard_seeding(); }
+  double seed_add_many(const double*, std::size_t) override { throw no_shard_seeding(); }
+  std::vector<double> seed_owner_weights() override { throw no_shard_seeding(); }
   std::uint64_t seed_distances() const override { return 0; }
   void seed_end() override {}
 
