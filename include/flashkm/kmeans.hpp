@@ -29,6 +29,23 @@ KMeansResult<T> fit(RowSource<T>& source, const KMeansOptions& options);
 /// power of two, about 16 MiB of rows (at least 64 rows).
 std::size_t row_source_granule(std::size_t cols, std::size_t elem_size);
 
+/// Seeds chosen on their own (scikit-learn's kmeans_plusplus).
+template <class T>
+struct SeedResult {
+  std::vector<T> centers;             ///< n_clusters x n_features: copies of the chosen rows of X
+  std::vector<std::int64_t> indices;  ///< the chosen rows, in the order they were chosen
+  std::uint64_t distances = 0;        ///< point-centre distances computed (bounds skip some)
+  double seconds = 0;
+};
+
+/// Greedy k-means++ as fit() seeds (the same rows for the same options.seed, n_threads,
+/// sample_weight and target; bitwise for any thread count): n_local_trials candidates per step
+/// (0: 2 + floor(ln n_clusters)). Other options are ignored; options.seed_callback hears every
+/// step. Throws InvalidArgument / InvalidData as fit() does.
+template <class T>
+SeedResult<T> kmeans_plusplus(MatrixView<T> X, std::size_t n_clusters, const KMeansOptions& options = {},
+                              std::size_t n_local_trials = 0);
+
 /// Index of the nearest centroid for every row of X (ties go to the lowest index).
 template <class T>
 std::vector<std::int32_t> predict(MatrixView<T> X, MatrixView<T> centroids,

@@ -10,8 +10,9 @@ from ._batch import batch_kmeans
 from ._core import available_half_targets, available_targets, default_target
 from ._kmeans import KMeans
 from ._minibatch import MiniBatchKMeans
+from ._seeding import kmeans_plusplus
 
-__all__ = ["KMeans", "MiniBatchKMeans", "batch_kmeans", "available_targets", "available_half_targets",
+__all__ = ["KMeans", "MiniBatchKMeans", "batch_kmeans", "kmeans_plusplus", "available_targets", "available_half_targets",
            "default_target",
            "__version__"]
 __version__ = "0.1.0"

@@ -79,12 +79,13 @@ flashkm::Prune prune_of(const std::string& name) {
   throw flashkm::InvalidArgument("prune must be 'auto', 'on' or 'off', got '" + name + "'");
 }
 
-// The init argument: 'k-means++', 'random', or 'explicit' when centroids are given.
+// The init argument: 'k-means++', 'k-means||', 'random', or 'explicit' when centroids are given.
 flashkm::InitMethod init_method(const std::string& init, bool have_centroids) {
   if (init == "k-means++") return flashkm::InitMethod::kMeansPlusPlus;
+  if (init == "k-means||") return flashkm::InitMethod::kMeansParallel;
   if (init == "random") return flashkm::InitMethod::kRandom;
   if (init == "explicit" && have_centroids) return flashkm::InitMethod::kExplicit;
-  throw flashkm::InvalidArgument("init must be 'k-means++', 'random' or explicit centroids");
+  throw flashkm::InvalidArgument("init must be 'k-means++', 'k-means||', 'random' or explicit centroids");
 }
 
 template <class T>
@@ -120,6 +121,24 @@ flashkm::IterationCallback python_callback(const std::optional<nb::callable>& ca
   };
 }
 
+// Seeding's progress as a dict, on the fitting thread: the GIL taken back for the call.
+flashkm::SeedCallback python_seed_callback(const std::optional<nb::callable>& callback) {
+  if (!callback) return {};
+  return [&callback](const flashkm::SeedStats& s) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    nb::dict d;
+    d["phase"] = s.phase;
+    d["done"] = s.done;
+    d["total"] = s.total;
+    d["distances"] = s.distances;
+    d["seconds"] = s.seconds;
+    d["seconds_left"] = s.seconds_left;
+    d["init_run"] = s.init_run;
+    (*callback)(d);
+  };
+}
+
 template <class T>
 nb::dict result_dict(flashkm::KMeansResult<T>&& r) {
   nb::list history;
@@ -135,6 +154,7 @@ nb::dict result_dict(flashkm::KMeansResult<T>&& r) {
   out["best_init"] = r.best_init;
   out["history"] = history;
   out["target"] = r.target;
+  out["init_seconds"] = r.init_seconds;
   return out;
 }
 
@@ -143,11 +163,12 @@ nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init
              std::optional<Matrix<T>> init_centroids, int n_init, int max_iter, double tol,
              std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
              std::optional<nb::callable> callback, const std::string& target, const std::string& metric,
-             const std::string& prune) {
+             const std::string& prune, std::optional<nb::callable> seed_callback) {
   flashkm::KMeansOptions o = kmeans_options<T>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
                                                n_threads, sample_weight, target, metric);
   o.prune = prune_of(prune);
   o.callback = python_callback(callback);
+  o.seed_callback = python_seed_callback(seed_callback);
   flashkm::KMeansResult<T> r;
   {
     nb::gil_scoped_release release;
@@ -172,11 +193,12 @@ nb::dict fit_half(const HalfMatrix& X, const std::string& kind, std::size_t n_cl
                   std::optional<Matrix<float>> init_centroids, int n_init, int max_iter, double tol,
                   std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
                   std::optional<nb::callable> callback, const std::string& target, const std::string& metric,
-                  const std::string& prune) {
+                  const std::string& prune, std::optional<nb::callable> seed_callback) {
   flashkm::KMeansOptions o = kmeans_options<float>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
                                                    n_threads, sample_weight, target, metric);
   o.prune = prune_of(prune);
   o.callback = python_callback(callback);
+  o.seed_callback = python_seed_callback(seed_callback);
   const flashkm::HalfView hv = half_view(X, kind);
   flashkm::KMeansResult<float> r;
   {
@@ -300,11 +322,33 @@ nb::dict batch_fit(const Batch<T>& X, std::size_t n_clusters, const std::string&
   return out;
 }
 
+// Greedy k-means++ seeds on their own: (centers, indices).
+template <class T>
+nb::tuple kmeans_plusplus(const Matrix<T>& X, std::size_t n_clusters, std::optional<Weights> sample_weight,
+                          std::uint64_t seed, std::size_t n_local_trials, int n_threads,
+                          std::optional<nb::callable> seed_callback) {
+  flashkm::KMeansOptions o;
+  o.seed = seed;
+  o.n_threads = n_threads;
+  o.sample_weight = weights_span(sample_weight);
+  o.seed_callback = python_seed_callback(seed_callback);
+  flashkm::SeedResult<T> r;
+  {
+    nb::gil_scoped_release release;
+    r = flashkm::kmeans_plusplus(view(X), n_clusters, o, n_local_trials);
+  }
+  const std::size_t d = X.shape(1);
+  return nb::make_tuple(to_numpy(std::move(r.centers), {n_clusters, d}), to_numpy(std::move(r.indices), {n_clusters}));
+}
+
 template <class T>
 void bind_dtype(nb::module_& m) {
   m.def("fit", &fit<T>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(),
-        "callback"_a.none(), "target"_a, "metric"_a = "euclidean", "prune"_a = "auto");
+        "callback"_a.none(), "target"_a, "metric"_a = "euclidean", "prune"_a = "auto",
+        "seed_callback"_a.none() = nb::none());
+  m.def("kmeans_plusplus", &kmeans_plusplus<T>, "X"_a, "n_clusters"_a, "sample_weight"_a.none(), "seed"_a,
+        "n_local_trials"_a, "n_threads"_a, "seed_callback"_a.none() = nb::none());
   m.def("predict", &predict<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a, "metric"_a = "euclidean");
   m.def("transform", &transform<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a,
         "metric"_a = "euclidean");
@@ -331,7 +375,7 @@ NB_MODULE(_core, m) {
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "metric"_a = "euclidean");
   m.def("fit_half", &fit_half, "X"_a, "kind"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(), "callback"_a.none(),
-        "target"_a, "metric"_a = "euclidean", "prune"_a = "auto");
+        "target"_a, "metric"_a = "euclidean", "prune"_a = "auto", "seed_callback"_a.none() = nb::none());
   m.def("predict_half", &predict_half, "X"_a, "kind"_a, "centroids"_a, "n_threads"_a, "target"_a,
         "metric"_a = "euclidean");
   m.def("available_targets", &flashkm::available_targets,

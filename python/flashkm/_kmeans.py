@@ -39,20 +39,24 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
     ----------
     n_clusters : int, default=8
         Number of clusters.
-    init : {'k-means++', 'random'}, callable or array-like of shape (n_clusters, n_features), \
-            default='k-means++'
+    init : {'k-means++', 'k-means||', 'random'}, callable or array-like of shape \
+            (n_clusters, n_features), default='k-means++'
         'k-means++' is scikit-learn's greedy k-means++ (2 + log(k) trials per step);
+        'k-means||' is Bahmani et al.'s k-means|| (5 rounds each drawing about 2 * n_clusters
+        rows, then weighted greedy k-means++ and up to 30 Lloyd iterations on the drawn rows):
+        much faster for large n_clusters, the same for any number of threads;
         'random' draws n_clusters distinct rows (weighted by sample_weight); a callable is
         called as ``init(X, n_clusters, random_state)`` and must return the centroids.
     n_init : 'auto' or int, default='auto'
         Runs from different initialisations; the lowest inertia wins. 'auto' is 1 for
-        'k-means++' and array-like init, 10 for 'random' and callables.
+        'k-means++', 'k-means||' and array-like init, 10 for 'random' and callables.
     max_iter : int, default=300
     tol : float, default=1e-4
         Relative tolerance: stop when the sum of squared centroid shifts is at most
         ``tol`` times the mean per-feature variance of X.
     verbose : int, default=0
-        Print per-iteration progress.
+        Print seeding progress (steps done, seconds so far and left) and per-iteration
+        progress.
     random_state : int, RandomState instance or None, default=None
     copy_x : bool, default=True
         Accepted for compatibility; flashkm never modifies X (it centres inside its kernels).
@@ -91,7 +95,7 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
 
     _parameter_constraints = {
         "n_clusters": [Interval(numbers.Integral, 1, None, closed="left")],
-        "init": [StrOptions({"k-means++", "random"}), callable, "array-like"],
+        "init": [StrOptions({"k-means++", "k-means||", "random"}), callable, "array-like"],
         "n_init": [StrOptions({"auto"}), Interval(numbers.Integral, 1, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
@@ -162,6 +166,19 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
             raise ValueError("The initial centers contain NaN or infinity.")
         return centers
 
+    def _seed_callback(self):
+        if not self.verbose:
+            return None
+
+        def report(stats):
+            # About ten lines per phase: steps done, time so far and left.
+            step = max(1, stats["total"] // 10)
+            if stats["done"] % step == 0 or stats["done"] == stats["total"]:
+                print(f"Seeding ({stats['phase']}): {stats['done']}/{stats['total']}, "
+                      f"{stats['seconds']:.2f} s, about {stats['seconds_left']:.2f} s left.")
+
+        return report
+
     def _callback(self):
         if not self.verbose:
             return None
@@ -198,7 +215,7 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         n_init = self._n_init()
         common = dict(max_iter=self.max_iter, tol=float(self.tol), n_threads=self._threads(),
                       sample_weight=sw, callback=self._callback(), target="", metric=self.metric,
-                      prune=self._prune())
+                      prune=self._prune(), seed_callback=self._seed_callback())
         def engine_fit(init, centers, n_init, seed):
             if half:
                 return _core.fit_half(X16.view(np.uint16), half, self.n_clusters, init, centers,
@@ -233,6 +250,7 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         self.n_iter_ = int(res["n_iter"])
         best = res["best_init"]
         self.history_ = [h for h in res["history"] if h["init_run"] == best]
+        self.init_seconds_ = float(res["init_seconds"])
         self._n_features_out = self.cluster_centers_.shape[0]
         return self
 

@@ -199,15 +199,19 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         if self._init_size < n_samples:
             idx = random_state.randint(0, n_samples, self._init_size)
             X, sample_weight = X[idx], sample_weight[idx]
-        if isinstance(self.init, str):
+        if isinstance(self.init, str) and not sample_weight.sum() > 0:
+            sample_weight = np.ones_like(sample_weight)  # a subset of zero weights: uniform
+        if isinstance(self.init, str) and self.init == "k-means++":
+            # As scikit-learn: the seeds themselves, no Lloyd step.
             seed = int(random_state.randint(np.iinfo(np.int32).max))
-            # The engine seeds (k-means++ or random rows, by weight) and runs one Lloyd step on
-            # the subset: it has no seeding-only entry point.
-            sw = sample_weight if sample_weight.sum() > 0 else None
-            res = _core.fit(X, self.n_clusters, self.init, None, n_init=1, max_iter=1, tol=0.0,
-                            seed=seed, n_threads=self._batch_threads(*X.shape),
-                            sample_weight=sw, callback=None, target="", metric=self.metric)
-            return res["centroids"]
+            centers, _ = _core.kmeans_plusplus(X, self.n_clusters, np.ascontiguousarray(sample_weight), seed, 0,
+                                               self._batch_threads(*X.shape))
+            return np.ascontiguousarray(self._unit_rows(centers), dtype=X.dtype)
+        if isinstance(self.init, str) and self.init == "random":
+            # scikit-learn's draw: distinct rows with probability proportional to their weight.
+            seeds = random_state.choice(X.shape[0], size=self.n_clusters, replace=False,
+                                        p=sample_weight / sample_weight.sum())
+            return np.ascontiguousarray(self._unit_rows(X[seeds]), dtype=X.dtype)
         if callable(self.init):
             centers = self.init(X, self.n_clusters, random_state=random_state)
         else:

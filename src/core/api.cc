@@ -104,13 +104,16 @@ class Seeding final : public detail::SeedProgress {
     s.seconds = seconds_since(start_);
     s.seconds_left = done > 0 ? s.seconds / static_cast<double>(done) * static_cast<double>(total - done) : 0.0;
     s.init_run = run_;
-    callback_(s);
+    distances_ = distances;
+    if (callback_) callback_(s);
   }
+  std::uint64_t distances() const { return distances_; }
 
  private:
   const SeedCallback& callback_;
   int run_;
   const char* phase_ = nullptr;
+  std::uint64_t distances_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
@@ -235,6 +238,36 @@ template KMeansResult<float> fit_engine<float>(std::unique_ptr<Engine<float>>, c
 template KMeansResult<double> fit_engine<double>(std::unique_ptr<Engine<double>>, const KMeansOptions&);
 
 }  // namespace detail
+
+template <class T>
+SeedResult<T> kmeans_plusplus(MatrixView<T> X, std::size_t n_clusters, const KMeansOptions& options,
+                              std::size_t n_local_trials) {
+  const auto start = std::chrono::steady_clock::now();
+  detail::check_view(X, "X");
+  if (n_clusters < 1 || n_clusters > X.rows) {
+    throw InvalidArgument("n_clusters = " + std::to_string(n_clusters) + " must be in [1, n_samples = " +
+                          std::to_string(X.rows) + "]");
+  }
+  detail::check_weights(options.sample_weight, X.rows);
+  if (options.n_threads < 0) {
+    throw InvalidArgument("n_threads = " + std::to_string(options.n_threads) + " must be >= 0 (0 = all cores)");
+  }
+  auto engine = detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target);
+  std::mt19937_64 rng(options.seed);
+  Seeding seeding(options.seed_callback, 0);
+  std::vector<std::size_t> rows;
+  detail::init_kmeanspp(*engine, n_clusters, rng, {&seeding, n_local_trials, &rows});
+  SeedResult<T> out;
+  out.distances = seeding.distances();
+  out.centers.resize(n_clusters * X.cols);
+  out.indices.assign(rows.begin(), rows.end());
+  for (std::size_t c = 0; c < n_clusters; ++c) std::copy_n(X.row(rows[c]), X.cols, out.centers.data() + c * X.cols);
+  out.seconds = seconds_since(start);
+  return out;
+}
+
+template SeedResult<float> kmeans_plusplus<float>(MatrixView<float>, std::size_t, const KMeansOptions&, std::size_t);
+template SeedResult<double> kmeans_plusplus<double>(MatrixView<double>, std::size_t, const KMeansOptions&, std::size_t);
 
 template <class T>
 KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
