@@ -299,12 +299,20 @@ void set_run_options(const FitArgs& a, std::size_t k, KMeansOptions& opt) {
   opt.prune = a.prune == "on" ? Prune::kOn : a.prune == "off" ? Prune::kOff : Prune::kAuto;
 }
 
+// --init's names (anything else is a file of initial centroids).
+bool named_init(const std::string& init) { return init == "k-means++" || init == "k-means||" || init == "random"; }
+
+InitMethod init_of(const std::string& init) {
+  if (init == "k-means||") return InitMethod::kMeansParallel;
+  return init == "random" ? InitMethod::kRandom : InitMethod::kMeansPlusPlus;
+}
+
 template <class T>
 int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   const auto t_start = Clock::now();
   const bool dist = a.distributed;
   const bool root = is_root(dist);
-  Progress progress(a.quiet || !root, a.max_iter, a.init == "k-means++" || a.init == "random" ? a.n_init : 1);
+  Progress progress(a.quiet || !root, a.max_iter, named_init(a.init) ? a.n_init : 1);
   const std::size_t n = info.rows, d = info.cols;
   // Plain variables, not a structured binding: lambdas below capture them (clang 14).
   const std::pair<std::size_t, std::size_t> range = my_rows(dist, n);
@@ -327,10 +335,8 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
                                     weights.begin() + static_cast<std::ptrdiff_t>(r1));
       opt.sample_weight = weights;
     }
-    if (a.init == "k-means++") {
-      opt.init = InitMethod::kMeansPlusPlus;
-    } else if (a.init == "random") {
-      opt.init = InitMethod::kRandom;
+    if (named_init(a.init)) {
+      opt.init = init_of(a.init);
     } else {
       std::size_t file_k = 0;
       init_c = read_centroids<T>(a.init, d, &file_k);
@@ -364,6 +370,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   set_run_options(a, k, opt);
   if (prune_off) opt.prune = Prune::kOff;
   opt.callback = [&](const IterationStats& s) { return progress.iteration(s); };
+  opt.seed_callback = [&](const SeedStats& s) { progress.seeding(s); };
 
   KMeansResult<T> result;
   StreamStats stream;
@@ -442,6 +449,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     r.stop_reason = stop_name(result.stop_reason);
     r.inertia = result.inertia;
     r.seconds = seconds;
+    r.init_seconds = result.init_seconds;
     r.target = result.target;
     r.history = result.history;
     r.cluster_sizes = sizes;
@@ -481,6 +489,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     j += "  \"stop_reason\": " + json_string(stop_name(result.stop_reason)) + ",\n";
     j += "  \"inertia\": " + json_number(result.inertia) + ",\n";
     j += "  \"seconds\": " + json_number(seconds) + ",\n";
+    j += "  \"init_seconds\": " + json_number(result.init_seconds) + ",\n";
     j += "  \"read_seconds\": " + json_number(plan.streamed ? stream.read_seconds : read_seconds) + ",\n";
     j += "  \"target\": " + json_string(result.target) + ",\n";
     j += "  \"threads\": " + std::to_string(a.threads) + ",\n";
@@ -528,8 +537,8 @@ int run_fit_batch(const FitArgs& a, const io::DatasetInfo& info) {
   }
   std::vector<T> init_c;
   std::size_t k = a.k;
-  if (a.init == "k-means++" || a.init == "random") {
-    opt.init = a.init == "random" ? InitMethod::kRandom : InitMethod::kMeansPlusPlus;
+  if (named_init(a.init)) {
+    opt.init = init_of(a.init);
   } else {
     io::Dataset c(a.init);
     if (c.info().batch != B || c.cols() != d) {
@@ -625,7 +634,7 @@ int cmd_fit(const FitArgs& a) {
   io::DatasetInfo info;
   together(a.distributed, [&] {
     std::vector<std::string> inputs = {a.input, a.weights};
-    if (a.init != "k-means++" && a.init != "random") inputs.push_back(a.init);
+    if (!named_init(a.init)) inputs.push_back(a.init);
     check_output(a.output, inputs, "output");
     check_output(a.labels, inputs, "--labels");
     check_output(a.report, inputs, "--report");
@@ -821,6 +830,7 @@ void demo_run(const char* title, const std::vector<float>& X, std::size_t n, std
   o.seed = 1;
   o.n_threads = a.threads;
   o.callback = [&](const IterationStats& s) { return progress.iteration(s); };
+  o.seed_callback = [&](const SeedStats& s) { progress.seeding(s); };
   progress.phase("k-means++ initialisation, then Lloyd iterations:");
   const auto t0 = Clock::now();
   const auto r = fit(MatrixView<float>(X.data(), n, d), o);
@@ -892,7 +902,9 @@ int run(int argc, char** argv) {
   fit_cmd->add_option("-k,--n-clusters", fa.k, "number of clusters K (1 <= K <= rows)");
   fit_cmd->add_option("-o,--output", fa.output, "centroids output (.npy, K x D)")->capture_default_str();
   fit_cmd->add_option("--labels", fa.labels, "also write each row's cluster (.npy, int32)");
-  fit_cmd->add_option("--init", fa.init, "k-means++, random, or a .npy file of K x D initial centroids")
+  fit_cmd->add_option("--init", fa.init,
+                      "k-means++, k-means|| (faster for large K: 5 rounds of about 2K rows, then k-means++ "
+                      "on them), random, or a .npy file of K x D initial centroids")
       ->capture_default_str();
   fit_cmd->add_option("--n-init", fa.n_init, "runs from different seeds; the lowest inertia wins")->capture_default_str();
   fit_cmd->add_option("--max-iter", fa.max_iter, "Lloyd iterations per run at most")->capture_default_str();

@@ -65,22 +65,44 @@ bool Progress::iteration(const IterationStats& s) {
                   static_cast<double>(s.distances),
                   s.empty_relocated ? ("  relocated " + std::to_string(s.empty_relocated)).c_str() : "",
                   per, human_seconds(left).c_str());
-    if (tty_) {
-      // A bar of the iterations run against max_iter (a run usually converges before the end).
-      constexpr int kWidth = 20;
-      const int filled = std::min(kWidth, s.iteration * kWidth / std::max(1, max_iter_));
-      std::string bar(kWidth + 3, '.');
-      bar.front() = '[';
-      bar.replace(1, static_cast<std::size_t>(filled), static_cast<std::size_t>(filled), '#');
-      bar.replace(kWidth + 1, 2, "] ");
-      std::fprintf(stderr, "\r\033[K%s%s", bar.c_str(), line);
-      live_ = true;
-    } else {
-      std::fprintf(stderr, "%s\n", line);
-    }
-    std::fflush(stderr);
+    // The bar: iterations run against max_iter (a run usually converges before the end).
+    show(static_cast<double>(s.iteration) / std::max(1, max_iter_), line);
   }
   return !interrupted();
+}
+
+void Progress::seeding(const SeedStats& s) {
+  if (quiet_) return;
+  // On a pipe or in a log, about ten lines a phase; on a terminal, at most ten updates a second.
+  const auto now = std::chrono::steady_clock::now();
+  const std::size_t every = std::max<std::size_t>(1, s.total / 10);
+  const bool last = s.done == s.total;
+  if (tty_ ? !last && now - last_seed_line_ < std::chrono::milliseconds(100) : !last && s.done % every != 0) return;
+  last_seed_line_ = now;
+  char run[32] = "";
+  if (n_init_ > 1) std::snprintf(run, sizeof run, "run %d/%d  ", s.init_run + 1, n_init_);
+  char line[256];
+  std::snprintf(line, sizeof line, "%sseeding (%s) %zu/%zu %s  distances %.3g  %s  ETA %s", run, s.phase, s.done,
+                s.total, std::strcmp(s.phase, "k-means||") == 0 ? "rounds" : "centres",
+                static_cast<double>(s.distances), human_seconds(s.seconds).c_str(),
+                human_seconds(s.seconds_left).c_str());
+  show(static_cast<double>(s.done) / std::max<std::size_t>(1, s.total), line);
+}
+
+void Progress::show(double fraction, const std::string& line) {
+  if (tty_) {
+    constexpr int kWidth = 20;
+    const int filled = std::clamp(static_cast<int>(fraction * kWidth), 0, kWidth);
+    std::string bar(kWidth + 3, '.');
+    bar.front() = '[';
+    bar.replace(1, static_cast<std::size_t>(filled), static_cast<std::size_t>(filled), '#');
+    bar.replace(kWidth + 1, 2, "] ");
+    std::fprintf(stderr, "\r\033[K%s%s", bar.c_str(), line.c_str());
+    live_ = true;
+  } else {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  std::fflush(stderr);
 }
 
 void Progress::done() {

@@ -22,6 +22,8 @@ class Progress {
   void phase(const std::string& what);
   /// The callback handed to fit(); returns false once an interrupt was requested.
   bool iteration(const IterationStats& s);
+  /// The seeding callback handed to fit(): steps done, seconds so far and an estimate left.
+  void seeding(const SeedStats& s);
   /// Ends a live line so that later output starts on a fresh line.
   void done();
   bool quiet() const { return quiet_; }
@@ -33,6 +35,8 @@ class Progress {
   int n_init_;
   bool live_ = false;
   int run_ = -1;
+  std::chrono::steady_clock::time_point last_seed_line_{};
+  void show(double fraction, const std::string& line);  // a live line with a bar, or a plain line
   double run_seconds_ = 0;
 };
 

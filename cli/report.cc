@@ -215,6 +215,7 @@ std::string report_json(const ReportData& d, const SizeChart& sizes, bool log_sc
   j += ",\"stop_reason\":" + json_string(d.stop_reason);
   j += ",\"inertia\":" + json_number(d.inertia);
   j += ",\"seconds\":" + json_number(d.seconds);
+  j += ",\"init_seconds\":" + json_number(d.init_seconds);
   j += ",\"target\":" + json_string(d.target);
   j += "},\"inertia\":{\"log_scale\":" + json_bool(log_scale) + ",\"runs\":[";
   bool first_run = true;
@@ -488,6 +489,7 @@ std::string summary_table(const ReportData& d) {
   summary_row(t, "Stopped", (d.converged ? "converged (" : "not converged (") + html(d.stop_reason) + ")");
   summary_row(t, "Inertia", shown_exact(d.inertia));
   summary_row(t, "Time", shown(d.seconds, 4) + " s");
+  summary_row(t, "Seeding", shown(d.init_seconds, 4) + " s");
   summary_row(t, "SIMD target", html(d.target));
   summary_row(t, "Threads", d.threads > 0 ? std::to_string(d.threads) : "all cores");
   summary_row(t, "Data", d.streamed ? "streamed from disk" : "in memory");

@@ -16,12 +16,13 @@ struct ReportData {
   std::string input;        ///< input file path as given
   std::string format;       ///< e.g. "npy float32", "fvecs"
   std::size_t rows = 0, cols = 0, k = 0;
-  std::string init;         ///< "k-means++", "random", or the init file
+  std::string init;         ///< "k-means++", "k-means||", "random", or the init file
   int n_init = 1, best_init = 0, n_iter = 0;
   int threads = 0;          ///< threads used; 0 = all cores
   bool converged = false, streamed = false;
   std::string stop_reason;  ///< "tolerance", "strict", "max_iter", "interrupted"
   double inertia = 0, seconds = 0;
+  double init_seconds = 0;  ///< seeding, all runs
   std::string target;       ///< SIMD target name
   std::vector<flashkm::IterationStats> history;  ///< all n_init runs; init_run tells which
   std::vector<std::uint64_t> cluster_sizes;      ///< points per cluster of the final model

@@ -147,6 +147,26 @@ class Formats(Base):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("--prune", p.stderr)
 
+    def test_seeding_is_reported_and_k_means_parallel_is_deterministic(self):
+        x = self.make_data("x.npy", 20000, 16, 40, seed=6)
+        runs = {}
+        for init in ("k-means++", "k-means||"):
+            for threads in ("1", "2"):
+                name = {"k-means++": "pp", "k-means||": "par"}[init] + threads
+                p = self.run_km("fit", x, "-k", "40", "-o", name + ".npy", "--json", "--seed", "4", "--init", init,
+                                "--threads", threads)
+                j = json.loads(p.stdout)
+                self.assertEqual(j["init"], init)
+                self.assertGreater(j["init_seconds"], 0)
+                self.assertLess(j["init_seconds"], j["seconds"])
+                self.assertIn("seeding (%s)" % ("k-means||" if init == "k-means||" else "k-means++"), p.stderr)
+                self.assertIn("seeding (k-means++) 40/40 centres", p.stderr)
+                with open(self.path(name + ".npy"), "rb") as f:
+                    runs[name] = f.read()
+        self.assertEqual(runs["pp1"], runs["pp2"])
+        self.assertEqual(runs["par1"], runs["par2"])
+        self.assertNotEqual(runs["pp1"], runs["par1"])
+
     def test_every_format_gives_the_same_centroids(self):
         rows, cols, k = 600, 5, 4
         vals = small_grid(rows, cols, 7)
