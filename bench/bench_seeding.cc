@@ -4,8 +4,9 @@
 // centres of the two seedings are compared bit for bit.
 //
 // Usage: bench_seeding [threads [repeats [shape ...]]]
-//   shape: blobs:NxDxK (the peer harness's overlapping blobs, sep 3) or fmnist:K (Fashion-MNIST,
-//   70,000 x 784, scaled to [0, 1]); defaults: the three shapes, 2 threads, 3 repeats.
+//   shape: blobs:NxDxK (the peer harness's overlapping blobs, sep 3), fmnist:K (Fashion-MNIST,
+//   70,000 x 784, scaled to [0, 1]) or parallel:NxDxK (k-means|| on blobs, through fit());
+//   defaults: the shapes, 2 threads, 3 repeats.
 #include <zlib.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/init.hpp"
+#include "flashkm/flashkm.hpp"
 #include "cpu/cpu_engine.hpp"
 
 namespace {
@@ -72,9 +74,40 @@ std::vector<float> fashion_mnist(std::size_t& n, std::size_t& d) {
   return x;
 }
 
+// k-means|| through fit() (init_seconds) against the fit's first, unpruned Lloyd iteration.
+void run_parallel(std::size_t n, std::size_t d, std::size_t k, int threads, int repeats) {
+  const std::vector<float> X = blobs(n, d, k);
+  std::vector<double> init, iter, rounds;
+  for (int r = 0; r < repeats; ++r) {
+    flashkm::KMeansOptions o;
+    o.n_clusters = k;
+    o.init = flashkm::InitMethod::kMeansParallel;
+    o.max_iter = 1;
+    o.n_threads = threads;
+    o.prune = flashkm::Prune::kOff;
+    double round_s = 0;
+    o.seed_callback = [&](const flashkm::SeedStats& s) {
+      if (std::string(s.phase) == "k-means||" && s.done == s.total) round_s = s.seconds;
+    };
+    const auto res = flashkm::fit(flashkm::MatrixView<float>(X.data(), n, d), o);
+    init.push_back(res.init_seconds);
+    iter.push_back(res.history.at(0).seconds);
+    rounds.push_back(round_s);
+  }
+  const double s = median(init), it = median(iter), rd = median(rounds);
+  std::printf("k-means|| blobs:%zux%zux%zu  %.2f s = %.2f Lloyd iterations (%.3f s); its 5 rounds %.2f s, "
+              "k-means++ and Lloyd on the candidates %.2f s\n",
+              n, d, k, s, s / it, it, rd, s - rd);
+  std::fflush(stdout);
+}
+
 void run(const std::string& shape, int threads, int repeats) {
   std::size_t n = 0, d = 0, k = 0;
   std::vector<float> X;
+  if (std::sscanf(shape.c_str(), "parallel:%zux%zux%zu", &n, &d, &k) == 3) {
+    run_parallel(n, d, k, threads, repeats);
+    return;
+  }
   if (std::sscanf(shape.c_str(), "blobs:%zux%zux%zu", &n, &d, &k) == 3) {
     X = blobs(n, d, k);
   } else if (std::sscanf(shape.c_str(), "fmnist:%zu", &k) == 1) {
@@ -130,7 +163,9 @@ int main(int argc, char** argv) {
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
   std::vector<std::string> shapes;
   for (int i = 3; i < argc; ++i) shapes.emplace_back(argv[i]);
-  if (shapes.empty()) shapes = {"blobs:1000000x64x256", "blobs:100000x128x1024", "fmnist:256"};
+  if (shapes.empty()) {
+    shapes = {"blobs:1000000x64x256", "blobs:100000x128x1024", "fmnist:256", "parallel:1000000x32x8192"};
+  }
   std::printf("k-means++ (greedy, 2 + ln K trials), %d threads, median of %d; target %s\n", threads, repeats,
               flashkm::detail::cpu_default_target().c_str());
   for (const auto& s : shapes) run(s, threads, repeats);

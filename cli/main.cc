@@ -197,9 +197,11 @@ std::string describe(const io::DatasetInfo& info) {
 }
 
 // Bytes per row the engine and the command keep besides X: labels (run + best), distances,
-// k-means++'s closest distances and its per-row ones, random init's keys, weights.
+// k-means++'s closest distances and its per-row ones, random init's keys, weights; seeding's
+// owners (4), row norms (8) and recorded lowerings (at most one per two rows: 8) or k-means||'s
+// round buffers (9).
 std::size_t per_row_bytes(std::size_t elem, bool weights) {
-  return 2 * sizeof(std::int32_t) + 3 * elem + 16 + (weights ? sizeof(double) : 0);
+  return 2 * sizeof(std::int32_t) + 3 * elem + 16 + 20 + (weights ? sizeof(double) : 0);
 }
 
 // How X will be held: in memory, or streamed with this many bytes of chunk buffers.

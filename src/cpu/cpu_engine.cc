@@ -372,9 +372,9 @@ class CpuEngine final : public Engine<T> {
     const std::vector<double> total = block_sums(m, [&](const Chunk<T>& ch, std::size_t r0, std::size_t r1, double* p) {
       const std::size_t b = (ch.first + r0) / sr;
       seed_low_[b].clear();
-      // Lowerings for at most an eighth of the rows are kept (all candidates together); more
-      // (the first steps) and keeping the candidate re-reads the block.
-      SeedRecords<T> rec{&seed_low_[b], ch.first, (r1 - r0) / 8};
+      // Lowerings for at most half the rows are kept (all candidates together); more (the
+      // first steps) and keeping the candidate re-reads the block.
+      SeedRecords<T> rec{&seed_low_[b], r0, (r1 - r0) / 2};
       const SeedRows<T> rows{seed_closest_.data() + ch.first, seed_owner_.data() + ch.first,
                              weights_ ? weights_ + ch.first : nullptr, seed_norm_.data() + ch.first};
       const std::uint64_t c = seed_block_potentials(*table_, ch.pts, r0, r1, rows, step, p, &rec);
@@ -403,10 +403,11 @@ class CpuEngine final : public Engine<T> {
         overflow = true;
         continue;
       }
+      const std::size_t first = b * stat_rows(row_bytes_);
       for (const SeedLowering<T>& low : seed_low_[b]) {
         if (low.cand != cand) continue;
-        seed_closest_[low.row] = low.dist;
-        seed_owner_[low.row] = index;
+        seed_closest_[first + low.row] = low.dist;
+        seed_owner_[first + low.row] = index;
       }
     }
     if (overflow) lower_overflowed(c, index);

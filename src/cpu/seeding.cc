@@ -206,7 +206,7 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
             rec->out->clear();
             break;
           }
-          rec->out->push_back({rec->row_base + s + i, static_cast<std::uint32_t>(t0 + t), o});
+          rec->out->push_back({static_cast<std::uint32_t>(s + i - rec->first), static_cast<std::uint32_t>(t0 + t), o});
         }
       }
     }

@@ -53,7 +53,7 @@ struct SeedStep {
 /// measures it, below the row's closest distance.
 template <class T>
 struct SeedLowering {
-  std::size_t row;  // in the whole data set
+  std::uint32_t row;  // from the block's first row
   std::uint32_t cand;
   T dist;
 };
@@ -62,7 +62,7 @@ struct SeedLowering {
 template <class T>
 struct SeedRecords {
   std::vector<SeedLowering<T>>* out;
-  std::size_t row_base;  // row index of pts' row 0
+  std::size_t first;  // the block's first row, as pts numbers them
   std::size_t cap;
   bool overflow = false;
 };
