@@ -179,16 +179,6 @@ void check_output(const std::string& out, const std::vector<std::string>& inputs
   }
 }
 
-const char* stop_name(StopReason r) {
-  switch (r) {
-    case StopReason::kTolerance: return "tolerance";
-    case StopReason::kStrict: return "strict";
-    case StopReason::kMaxIter: return "max_iter";
-    case StopReason::kCallback: return "interrupted";
-  }
-  return "?";
-}
-
 std::string describe(const io::DatasetInfo& info) {
   std::string s = std::string(io::format_name(info.format)) + " " + io::dtype_name(info.dtype);
   if (info.big_endian) s += " big-endian";
@@ -448,7 +438,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
     r.threads = a.threads;
     r.converged = result.converged;
     r.streamed = plan.streamed;
-    r.stop_reason = stop_name(result.stop_reason);
+    r.stop_reason = to_string(result.stop_reason);
     r.inertia = result.inertia;
     r.seconds = seconds;
     r.init_seconds = result.init_seconds;
@@ -464,7 +454,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
   const auto [min_size, max_size] = std::minmax_element(sizes.begin(), sizes.end());
   if (!progress.quiet()) {
     std::fprintf(stderr, "%s after %d iterations (%s); inertia %.9e; %.2f s in all, %.3f s per iteration\n",
-                 result.converged ? "converged" : "stopped", result.n_iter, stop_name(result.stop_reason),
+                 result.converged ? "converged" : "stopped", result.n_iter, to_string(result.stop_reason),
                  result.inertia, seconds, result.n_iter ? iter_seconds / static_cast<double>(result.history.size()) : 0.0);
     std::fprintf(stderr, "cluster sizes: min %llu, max %llu; target %s\n",
                  static_cast<unsigned long long>(*min_size), static_cast<unsigned long long>(*max_size),
@@ -488,7 +478,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info) {
          ",\n  \"best_init\": " + std::to_string(result.best_init) + ",\n";
     j += "  \"n_iter\": " + std::to_string(result.n_iter) + ",\n";
     j += std::string("  \"converged\": ") + (result.converged ? "true" : "false") + ",\n";
-    j += "  \"stop_reason\": " + json_string(stop_name(result.stop_reason)) + ",\n";
+    j += "  \"stop_reason\": " + json_string(to_string(result.stop_reason)) + ",\n";
     j += "  \"inertia\": " + json_number(result.inertia) + ",\n";
     j += "  \"seconds\": " + json_number(seconds) + ",\n";
     j += "  \"init_seconds\": " + json_number(result.init_seconds) + ",\n";
@@ -616,7 +606,7 @@ int run_fit_batch(const FitArgs& a, const io::DatasetInfo& info) {
       j += b ? ",\n    " : "\n    ";
       j += "{\"inertia\": " + json_number(results[b].inertia) + ", \"n_iter\": " +
            std::to_string(results[b].n_iter) + ", \"converged\": " + (results[b].converged ? "true" : "false") +
-           ", \"stop_reason\": " + json_string(stop_name(results[b].stop_reason)) + "}";
+           ", \"stop_reason\": " + json_string(to_string(results[b].stop_reason)) + "}";
     }
     j += "\n  ]\n}\n";
     std::fputs(j.c_str(), stdout);
@@ -844,7 +834,7 @@ void demo_run(const char* title, const std::vector<float>& X, std::size_t n, std
   const auto [mn, mx] = std::minmax_element(sizes.begin(), sizes.end());
   std::printf("  inertia %.6e after %d iterations (%s); %.2f s in all (%.2f s initialising), %.3f s per iteration;"
               " cluster sizes %llu..%llu\n",
-              r.inertia, r.n_iter, stop_name(r.stop_reason), secs, secs - iter_secs,
+              r.inertia, r.n_iter, to_string(r.stop_reason), secs, secs - iter_secs,
               iter_secs / static_cast<double>(r.history.size()), static_cast<unsigned long long>(*mn),
               static_cast<unsigned long long>(*mx));
 }

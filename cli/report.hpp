@@ -20,7 +20,7 @@ struct ReportData {
   int n_init = 1, best_init = 0, n_iter = 0;
   int threads = 0;          ///< threads used; 0 = all cores
   bool converged = false, streamed = false;
-  std::string stop_reason;  ///< "tolerance", "strict", "max_iter", "interrupted"
+  std::string stop_reason;  ///< to_string(StopReason): "tolerance", "strict", "max_iter", "callback"
   double inertia = 0, seconds = 0;
   double init_seconds = 0;  ///< seeding, all runs
   std::string target;       ///< SIMD target name

@@ -56,8 +56,10 @@ template <class T>
 std::vector<std::int32_t> predict(RowSource<T>& source, MatrixView<T> centroids,
                                   const PredictOptions& options = {});
 
-/// Euclidean (not squared) distance of every row of X to every centroid: N x K, row-major.
-/// This is the only call that materialises an N x K matrix, because the caller asked for it.
+/// Dissimilarity of every row of X to every centroid, N x K, row-major: the Euclidean (not
+/// squared) distance; under options.metric = kCosine 1 - cos(x, c), under kDot -x.c (smaller is
+/// closer in every case). This is the only call that materialises an N x K matrix, because the
+/// caller asked for it.
 template <class T>
 std::vector<T> transform(MatrixView<T> X, MatrixView<T> centroids,
                          const PredictOptions& options = {});

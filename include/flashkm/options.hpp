@@ -54,10 +54,23 @@ enum class StopReason {
   kCallback,   ///< the progress callback asked to stop
 };
 
+/// The reason's name, as the command's --json, the report and Python's stop_reason spell it:
+/// "tolerance", "strict", "max_iter" or "callback".
+constexpr const char* to_string(StopReason r) {
+  switch (r) {
+    case StopReason::kTolerance: return "tolerance";
+    case StopReason::kStrict: return "strict";
+    case StopReason::kMaxIter: return "max_iter";
+    case StopReason::kCallback: return "callback";
+  }
+  return "unknown";
+}
+
 /// What happened in one Lloyd iteration.
 struct IterationStats {
   int iteration = 0;              ///< 1-based
   double inertia = 0;             ///< sum of w*||x - c||^2 against the centroids used to assign
+                                  ///< (cosine: sum w (1 - cos); dot: -sum w x.c)
   double center_shift = 0;        ///< sum over clusters of ||c_new - c_old||^2
   std::size_t labels_changed = 0; ///< points whose label differs from the previous iteration
   std::size_t empty_relocated = 0;///< empty clusters moved to far points in this iteration

@@ -18,7 +18,8 @@ struct KMeansResult {
   std::size_t n_features = 0;
   std::vector<T> centroids;          ///< n_clusters x n_features, row-major, the input's type
   std::vector<std::int32_t> labels;  ///< one per point, in [0, n_clusters)
-  double inertia = 0;                ///< sum of w*||x - c_label||^2, accumulated in float64
+  double inertia = 0;                ///< sum of w*||x - c_label||^2 (cosine: sum w (1 - cos);
+                                     ///< dot: -sum w x.c), accumulated in float64
   int n_iter = 0;                    ///< iterations of the best run
   bool converged = false;            ///< stopped on tolerance or strict convergence
   StopReason stop_reason = StopReason::kMaxIter;

@@ -55,16 +55,6 @@ nb::dict stats_dict(const flashkm::IterationStats& s) {
   return d;
 }
 
-const char* stop_name(flashkm::StopReason r) {
-  switch (r) {
-    case flashkm::StopReason::kTolerance: return "tolerance";
-    case flashkm::StopReason::kStrict: return "strict";
-    case flashkm::StopReason::kMaxIter: return "max_iter";
-    case flashkm::StopReason::kCallback: return "callback";
-  }
-  return "unknown";
-}
-
 flashkm::Metric metric_of(const std::string& name) {
   if (name == "euclidean") return flashkm::Metric::kEuclidean;
   if (name == "cosine") return flashkm::Metric::kCosine;
@@ -150,7 +140,7 @@ nb::dict result_dict(flashkm::KMeansResult<T>&& r) {
   out["inertia"] = r.inertia;
   out["n_iter"] = r.n_iter;
   out["converged"] = r.converged;
-  out["stop_reason"] = stop_name(r.stop_reason);
+  out["stop_reason"] = flashkm::to_string(r.stop_reason);
   out["best_init"] = r.best_init;
   out["history"] = history;
   out["target"] = r.target;

@@ -43,7 +43,7 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
             (n_clusters, n_features), default='k-means++'
         'k-means++' is scikit-learn's greedy k-means++ (2 + log(k) trials per step);
         'k-means||' is Bahmani et al.'s k-means|| (5 rounds each drawing about 2 * n_clusters
-        rows, then weighted greedy k-means++ and up to 30 Lloyd iterations on the drawn rows):
+        rows, then weighted greedy k-means++ on the drawn rows):
         much faster for large n_clusters, the same for any number of threads;
         'random' draws n_clusters distinct rows (weighted by sample_weight); a callable is
         called as ``init(X, n_clusters, random_state)`` and must return the centroids.

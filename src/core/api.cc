@@ -80,9 +80,6 @@ std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> cen
   return engine;
 }
 
-// Lloyd iterations k-means|| runs on its weighted candidates.
-constexpr int kReclusterIterations = 30;
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -117,32 +114,22 @@ class Seeding final : public detail::SeedProgress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// k-means||'s candidates clustered as Spark's LocalKMeans does, weighted k-means++ and up to 30
-// Lloyd iterations, by an engine of their own (its seeding heard as the fit's).
+// k-means||'s candidates reclustered as Bahmani et al. do: weighted greedy k-means++ on an
+// engine of their own (its steps heard as the fit's seeding). Lloyd iterations on the weighted
+// candidates (Spark's LocalKMeans) were tried: at blobs 100,000 x 128 x 1024 they left the
+// converged inertia 2.9% above k-means++'s, without them it is within 0.01%.
 detail::Recluster recluster(const KMeansOptions& options) {
   return [&options](MatrixView<double> rows, std::span<const double> w, std::size_t k, std::uint64_t seed,
                     detail::SeedProgress* progress) {
     auto engine = detail::make_cpu_engine<double>(rows, w, options.n_threads, options.target);
-    const std::size_t dim = rows.cols;
     std::mt19937_64 rng(seed);
-    // Greedy (2 + ln k candidates a step): one candidate a step, as Spark reclusters, seeded
-    // blobs to a converged inertia 30% worse here.
     std::vector<double> c = detail::init_kmeanspp(*engine, k, rng, {progress});
-    KMeansOptions o;
-    o.n_clusters = k;
-    o.max_iter = kReclusterIterations;
-    o.tol = options.tol;
-    o.n_threads = options.n_threads;
-    o.target = options.target;
-    const double tol_abs = options.tol * engine->mean_variance();
-    std::vector<IterationStats> history;
-    detail::LloydRun run = detail::run_lloyd(*engine, std::move(c), k, o, tol_abs, 0.0, 0, history, 0.0);
     // The candidates' engine centred them on their own mean: its centres come back shifted.
     const double* shift = engine->shift();
     for (std::size_t i = 0; i < k; ++i) {
-      for (std::size_t j = 0; j < dim; ++j) run.centroids[i * dim + j] += shift[j];
+      for (std::size_t j = 0; j < rows.cols; ++j) c[i * rows.cols + j] += shift[j];
     }
-    return run.centroids;
+    return c;
   };
 }
 

@@ -15,16 +15,6 @@
 
 namespace {
 
-const char* stop_reason_name(flashkm::StopReason reason) {
-  switch (reason) {
-    case flashkm::StopReason::kTolerance: return "tolerance";
-    case flashkm::StopReason::kStrict: return "strict";
-    case flashkm::StopReason::kMaxIter: return "max_iter";
-    case flashkm::StopReason::kCallback: return "interrupted";
-  }
-  return "unknown";
-}
-
 // n x d points around `blobs` Gaussian centres.
 std::vector<float> random_blobs(std::size_t n, std::size_t d, std::size_t blobs, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -71,7 +61,7 @@ int main(int argc, char** argv) {
   data.best_init = result.best_init;
   data.n_iter = result.n_iter;
   data.converged = result.converged;
-  data.stop_reason = stop_reason_name(result.stop_reason);
+  data.stop_reason = flashkm::to_string(result.stop_reason);
   data.inertia = result.inertia;
   for (const auto& it : result.history) data.seconds += it.seconds;
   data.target = result.target;

@@ -216,6 +216,7 @@ TYPED_TEST(FitTest, CallbackSeesEveryIterationAndCanStop) {
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(r.n_iter, 3);
   EXPECT_EQ(r.stop_reason, StopReason::kCallback);
+  EXPECT_STREQ(to_string(r.stop_reason), "callback");
   EXPECT_FALSE(r.converged);
   // Labels are those of the returned centroids even though the run was cut short.
   EXPECT_EQ(predict(MatrixView<T>(X.data(), n, d), r.centroids_view()), r.labels);
