@@ -96,7 +96,7 @@ void run_parallel(std::size_t n, std::size_t d, std::size_t k, int threads, int 
   }
   const double s = median(init), it = median(iter), rd = median(rounds);
   std::printf("k-means|| blobs:%zux%zux%zu  %.2f s = %.2f Lloyd iterations (%.3f s); its 5 rounds %.2f s, "
-              "k-means++ and Lloyd on the candidates %.2f s\n",
+              "k-means++ on the drawn rows %.2f s\n",
               n, d, k, s, s / it, it, rd, s - rd);
   std::fflush(stdout);
 }
