@@ -91,6 +91,8 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         Per iteration of the kept run: inertia, center_shift, labels_changed,
         empty_relocated, seconds, distances (point-centroid distances computed: n_samples *
         n_clusters without pruning).
+    init_seconds_ : float
+        Wall time of the seeding (k-means++, k-means|| or random), all n_init runs together.
     """
 
     _parameter_constraints = {
