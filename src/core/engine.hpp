@@ -127,6 +127,11 @@ class Engine {
   virtual double update(const std::int32_t* labels, const double* centroids, std::size_t k,
                         double* sums, double* weights) = 0;
 
+  /// The path the last assign_update took, for tests and benchmarks: "fused" (each tile of rows
+  /// assigned and reduced at once, small K) or "grouped" (a group of super-blocks assigned, then
+  /// its Sort-Inverse Update); "" before any.
+  virtual const char* update_path() const { return ""; }
+
   /// One Lloyd step: assign against `centroids` (as set_centroids + assign), then update (as
   /// update) from those labels. An engine may fuse the two to stream X once. Returns the
   /// inertia; *changed receives the number of labels that changed.

@@ -500,6 +500,8 @@ class CpuEngine final : public Engine<T> {
 
   std::uint64_t seed_distances() const override { return seed_distances_; }
 
+  const char* update_path() const override { return path_; }
+
   // m centres (m x dim, as the kernels subtract them) as rows with a zero shift.
   PointsRef<T> centres_ref(const T* centres) {
     seed_zero_.assign(dim_, T(0));
@@ -550,6 +552,7 @@ class CpuEngine final : public Engine<T> {
     std::size_t total_changed = 0;
     counts_ = {};
     const bool fused = fused_fits(k);
+    path_ = fused ? "fused" : "grouped";
     const std::size_t group = group_rows();
     for_each_chunk([&](const Chunk<T>& ch) {
       if (fused) {
@@ -1348,6 +1351,7 @@ class CpuEngine final : public Engine<T> {
   bounds::Slack slack_;
   BoundCounts counts_;
   std::uint64_t last_distances_ = 0;
+  const char* path_ = "";  // the last assign_update's path (update_path)
 
   // Seeding (seed_*, cpu/seeding.hpp): each row's closest squared distance to the centres
   // chosen so far and the centre it was measured to; the centres and the step's candidates as

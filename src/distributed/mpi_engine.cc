@@ -163,6 +163,7 @@ class MpiEngine final : public detail::Engine<T> {
   double seed_add_many(const double*, std::size_t) override { throw no_shard_seeding(); }
   std::vector<double> seed_owner_weights() override { throw no_shard_seeding(); }
   std::uint64_t seed_distances() const override { return 0; }
+  const char* update_path() const override { return local_->update_path(); }
   void seed_end() override {}
 
   void sqdistances(T* out) override {

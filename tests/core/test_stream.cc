@@ -3,7 +3,9 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 
+#include "cpu/cpu_engine.hpp"
 #include "testlib.hpp"
 
 namespace flashkm {
@@ -66,7 +68,21 @@ struct Case {
   InitMethod init;
   bool weighted;
   int n_init;
+  const char* path;  // the update path the test's name claims (Engine::update_path)
 };
+
+// The path an engine over these rows takes for K centroids.
+template <class T>
+std::string update_path(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k) {
+  auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), {}, 2, "");
+  std::vector<double> c(k * d, 0.0), sums(k * d), w(k);
+  std::vector<std::int32_t> labels(n, 0);
+  std::vector<T> dist(n);
+  std::size_t changed = 0;
+  engine->begin_run(Prune::kOff, k);
+  engine->assign_update(c.data(), k, labels.data(), dist.data(), sums.data(), w.data(), &changed);
+  return engine->update_path();
+}
 
 // Shapes chosen so that N spans 2-3 granules plus a ragged tail (the granule is ~16 MiB of
 // rows), with K both on the fused small-K path and on the global Sort-Inverse path.
@@ -75,6 +91,7 @@ void run_case(const Case& c, std::size_t mult) {
   const std::size_t g = row_source_granule(c.d, sizeof(T));
   const std::size_t n = c.granules * g + c.extra_rows;
   const std::vector<T> X = blobs<T>(n, c.d, c.k, 7 + c.k, 3.0, 100.0);
+  EXPECT_EQ(update_path(X, n, c.d, c.k), c.path);
   std::vector<double> w;
   KMeansOptions opt;
   opt.n_clusters = c.k;
@@ -106,19 +123,19 @@ void run_case(const Case& c, std::size_t mult) {
 }
 
 TEST(Stream, FloatFusedPathKMeansPlusPlus) {
-  run_case<float>({1000, 6, 123, 2, InitMethod::kMeansPlusPlus, false, 1}, 1);
+  run_case<float>({1000, 6, 123, 2, InitMethod::kMeansPlusPlus, false, 1, "fused"}, 1);
 }
 
 TEST(Stream, FloatGlobalUpdateRandomInitWeighted) {
-  run_case<float>({1000, 40, 77, 2, InitMethod::kRandom, true, 2}, 1);
+  run_case<float>({1000, 40, 77, 2, InitMethod::kRandom, true, 2, "grouped"}, 1);
 }
 
 TEST(Stream, DoubleGlobalUpdateTwoGranuleChunks) {
-  run_case<double>({2048, 20, 1, 3, InitMethod::kMeansPlusPlus, false, 1}, 2);
+  run_case<double>({2048, 20, 1, 3, InitMethod::kMeansPlusPlus, false, 1, "grouped"}, 2);
 }
 
 TEST(Stream, DoubleFusedWeighted) {
-  run_case<double>({2000, 3, 500, 2, InitMethod::kRandom, true, 1}, 1);
+  run_case<double>({2000, 3, 500, 2, InitMethod::kRandom, true, 1, "fused"}, 1);
 }
 
 TEST(Stream, MisalignedChunksAreRefused) {
