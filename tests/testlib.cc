@@ -1,15 +1,16 @@
 // Test helpers: random data, a float64 textbook Lloyd, tie-aware label comparison.
 #include "testlib.hpp"
 
-#include <zlib.h>
-
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
+
+#include "cpu/cpu_engine.hpp"
 
 namespace flashkm::testing {
 
@@ -243,5 +244,20 @@ std::vector<float> load_fashion_mnist(std::size_t max_rows, std::size_t& n, std:
   for (std::size_t i = 0; i < X.size(); ++i) X[i] = float(raw[i]) / 255.0f;
   return X;
 }
+
+template <class T>
+std::string update_path(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k) {
+  auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), {}, 2, "");
+  std::vector<double> c(k * d, 0.0), sums(k * d), w(k);
+  std::vector<std::int32_t> labels(n, 0);
+  std::vector<T> dist(n);
+  std::size_t changed = 0;
+  engine->begin_run(Prune::kOff, k);
+  engine->assign_update(c.data(), k, labels.data(), dist.data(), sums.data(), w.data(), &changed);
+  return engine->update_path();
+}
+
+template std::string update_path<float>(const std::vector<float>&, std::size_t, std::size_t, std::size_t);
+template std::string update_path<double>(const std::vector<double>&, std::size_t, std::size_t, std::size_t);
 
 }  // namespace flashkm::testing

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "flashkm/flashkm.hpp"
@@ -68,6 +69,11 @@ std::size_t expect_labels_match(const std::vector<T>& X, std::size_t d, const st
                                 const std::vector<std::int32_t>& got,
                                 const std::vector<std::int32_t>& want, double rel_tie,
                                 double abs_tie = 0.0);
+
+/// The path (Engine::update_path: "fused" or "grouped") a CPU engine over X (n x d) takes for
+/// one Lloyd step with k centroids.
+template <class T>
+std::string update_path(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k);
 
 /// The first max_rows images of Fashion-MNIST's training set (Debian's dataset-fashion-mnist,
 /// installed by `make test`), scaled to [0, 1]: n x d (d = 784). Empty when not installed.

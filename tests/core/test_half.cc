@@ -4,9 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
-#include <string>
 
-#include "cpu/cpu_engine.hpp"
 #include "testlib.hpp"
 
 namespace flashkm {
@@ -47,22 +45,10 @@ std::vector<float> grid_blobs(std::size_t n, std::size_t d, std::size_t k, std::
   return X;
 }
 
-// The path a float32 engine over these rows takes for K centroids (the 16-bit engine is one,
-// over rows widened a chunk at a time).
-std::string update_path(const std::vector<float>& X, std::size_t n, std::size_t d, std::size_t k) {
-  auto engine = detail::make_cpu_engine<float>(MatrixView<float>(X.data(), n, d), {}, 2, "");
-  std::vector<double> c(k * d, 0.0), sums(k * d), w(k);
-  std::vector<std::int32_t> labels(n, 0);
-  std::vector<float> dist(n);
-  std::size_t changed = 0;
-  engine->begin_run(Prune::kOff, k);
-  engine->assign_update(c.data(), k, labels.data(), dist.data(), sums.data(), w.data(), &changed);
-  return engine->update_path();
-}
-
 void check(HalfType type, std::size_t n, std::size_t d, std::size_t k, InitMethod init, const char* path = nullptr) {
   std::vector<float> X = grid_blobs(n, d, k, 3 + k);
-  if (path) EXPECT_EQ(update_path(X, n, d, k), path);
+  // The 16-bit engine is a float32 one over rows widened a chunk at a time: the same path.
+  if (path) EXPECT_EQ(testing::update_path(X, n, d, k), path);
   if (type == HalfType::kBFloat16) {
     for (float& v : X) v = std::round(v);  // bfloat16 keeps 8 significant bits: integers up to 256
   }

@@ -3,9 +3,7 @@
 
 #include <cstring>
 #include <random>
-#include <string>
 
-#include "cpu/cpu_engine.hpp"
 #include "testlib.hpp"
 
 namespace flashkm {
@@ -71,19 +69,6 @@ struct Case {
   const char* path;  // the update path the test's name claims (Engine::update_path)
 };
 
-// The path an engine over these rows takes for K centroids.
-template <class T>
-std::string update_path(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k) {
-  auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), {}, 2, "");
-  std::vector<double> c(k * d, 0.0), sums(k * d), w(k);
-  std::vector<std::int32_t> labels(n, 0);
-  std::vector<T> dist(n);
-  std::size_t changed = 0;
-  engine->begin_run(Prune::kOff, k);
-  engine->assign_update(c.data(), k, labels.data(), dist.data(), sums.data(), w.data(), &changed);
-  return engine->update_path();
-}
-
 // Shapes chosen so that N spans 2-3 granules plus a ragged tail (the granule is ~16 MiB of
 // rows), with K both on the fused small-K path and on the global Sort-Inverse path.
 template <class T>
@@ -91,7 +76,7 @@ void run_case(const Case& c, std::size_t mult) {
   const std::size_t g = row_source_granule(c.d, sizeof(T));
   const std::size_t n = c.granules * g + c.extra_rows;
   const std::vector<T> X = blobs<T>(n, c.d, c.k, 7 + c.k, 3.0, 100.0);
-  EXPECT_EQ(update_path(X, n, c.d, c.k), c.path);
+  EXPECT_EQ(testing::update_path(X, n, c.d, c.k), c.path);
   std::vector<double> w;
   KMeansOptions opt;
   opt.n_clusters = c.k;
