@@ -67,9 +67,7 @@ std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> cen
   detail::check_view(X, "X");
   check_centroids(X, centroids);
   detail::check_weights(options.sample_weight, X.rows);
-  if (options.n_threads < 0) {
-    throw InvalidArgument("n_threads = " + std::to_string(options.n_threads) + " must be >= 0 (0 = all cores)");
-  }
+  detail::check_threads(options.n_threads);
   if (std::is_same_v<T, float> && centroids.rows > (std::size_t{1} << 24)) {
     throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
   }
@@ -231,14 +229,9 @@ SeedResult<T> kmeans_plusplus(MatrixView<T> X, std::size_t n_clusters, const KMe
                               std::size_t n_local_trials) {
   const auto start = std::chrono::steady_clock::now();
   detail::check_view(X, "X");
-  if (n_clusters < 1 || n_clusters > X.rows) {
-    throw InvalidArgument("n_clusters = " + std::to_string(n_clusters) + " must be in [1, n_samples = " +
-                          std::to_string(X.rows) + "]");
-  }
+  detail::check_n_clusters(n_clusters, X.rows);
   detail::check_weights(options.sample_weight, X.rows);
-  if (options.n_threads < 0) {
-    throw InvalidArgument("n_threads = " + std::to_string(options.n_threads) + " must be >= 0 (0 = all cores)");
-  }
+  detail::check_threads(options.n_threads);
   auto engine = detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target);
   std::mt19937_64 rng(options.seed);
   Seeding seeding(options.seed_callback, 0);
@@ -291,9 +284,7 @@ std::vector<std::int32_t> predict(RowSource<T>& source, MatrixView<T> centroids,
                           std::to_string(source.cols()) + "; need at least one row and one column");
   }
   check_centroids(MatrixView<T>(nullptr, source.rows(), source.cols()), centroids);
-  if (options.n_threads < 0) {
-    throw InvalidArgument("n_threads = " + std::to_string(options.n_threads) + " must be >= 0 (0 = all cores)");
-  }
+  detail::check_threads(options.n_threads);
   if (std::is_same_v<T, float> && centroids.rows > (std::size_t{1} << 24)) {
     throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
   }

@@ -73,8 +73,7 @@ std::vector<double> init_kmeanspp_plain(Engine<T>& engine, std::size_t k, std::m
 
   std::vector<T> closest(n, std::numeric_limits<T>::infinity());
   engine.lower_closest(centroids.data(), closest.data());
-  double pot = 0;
-  for (std::size_t i = 0; i < n; ++i) pot += (w ? w[i] : 1.0) * static_cast<double>(closest[i]);
+  double pot = potential(closest.data(), w, n);
 
   std::vector<double> cand(trials * dim);
   std::vector<double> cand_pot(trials);

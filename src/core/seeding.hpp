@@ -29,6 +29,15 @@ std::vector<std::size_t> search_cumulative(const T* closest, const double* w, st
   return out;
 }
 
+/// The potential sum_i w_i * closest_i (float64, in row order; w may be null): k-means++'s
+/// first one, as the plain and the bounded seeding both take it.
+template <class T>
+double potential(const T* closest, const double* w, std::size_t n) {
+  double pot = 0;
+  for (std::size_t i = 0; i < n; ++i) pot += (w ? w[i] : 1.0) * static_cast<double>(closest[i]);
+  return pot;
+}
+
 /// A uniform double in [0, 1) determined by (key, i) alone (SplitMix64's finaliser): the same
 /// for a row whichever thread or shard draws it.
 inline double keyed_uniform(std::uint64_t key, std::uint64_t i) {

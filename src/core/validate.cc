@@ -57,11 +57,21 @@ void check_weights(std::span<const double> w, std::size_t n) {
   if (!(total > 0)) throw InvalidData("sample_weight: all " + std::to_string(n) + " weights are zero");
 }
 
-void check_options(const KMeansOptions& o, std::size_t n, std::size_t dim, bool index_in_float) {
-  if (o.n_clusters < 1 || o.n_clusters > n) {
-    throw InvalidArgument("n_clusters = " + std::to_string(o.n_clusters) + " must be in [1, " +
-                          std::to_string(n) + "] (the number of rows of X)");
+void check_threads(int n_threads) {
+  if (n_threads < 0) {
+    throw InvalidArgument("n_threads = " + std::to_string(n_threads) + " must be >= 0 (0 = all cores)");
   }
+}
+
+void check_n_clusters(std::size_t n_clusters, std::size_t n) {
+  if (n_clusters < 1 || n_clusters > n) {
+    throw InvalidArgument("n_clusters = " + std::to_string(n_clusters) + " must be in [1, " + std::to_string(n) +
+                          "] (the number of rows of X)");
+  }
+}
+
+void check_options(const KMeansOptions& o, std::size_t n, std::size_t dim, bool index_in_float) {
+  check_n_clusters(o.n_clusters, n);
   // The float kernels carry centroid indices in float lanes, exact up to 2^24.
   if (index_in_float && o.n_clusters > (std::size_t{1} << 24)) {
     throw InvalidArgument("n_clusters = " + std::to_string(o.n_clusters) +
@@ -83,9 +93,7 @@ void check_options(const KMeansOptions& o, std::size_t n, std::size_t dim, bool 
     msg << "tol = " << o.tol << " must be a finite number >= 0";
     throw InvalidArgument(msg.str());
   }
-  if (o.n_threads < 0) {
-    throw InvalidArgument("n_threads = " + std::to_string(o.n_threads) + " must be >= 0 (0 = all cores)");
-  }
+  check_threads(o.n_threads);
   if (o.prune == Prune::kOn && o.metric == Metric::kDot) {
     throw InvalidArgument("prune = on is not available for the dot metric: inner products obey no triangle "
                           "inequality to bound them with (use auto or off)");

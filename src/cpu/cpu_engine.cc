@@ -346,9 +346,7 @@ class CpuEngine final : public Engine<T> {
     });
     lower_closest(centre, seed_closest_.data());
     seed_distances_ = n_;
-    double pot = 0;
-    for (std::size_t i = 0; i < n_; ++i) pot += (weights_ ? weights_[i] : 1.0) * static_cast<double>(seed_closest_[i]);
-    return pot;
+    return potential(seed_closest_.data(), weights_, n_);
   }
 
   std::vector<std::size_t> seed_draw(const std::vector<double>& targets) override {
@@ -394,7 +392,7 @@ class CpuEngine final : public Engine<T> {
     const T* c = seed_centres_.data() + at;
     const auto index = static_cast<std::int32_t>(seed_count_);
     const auto cand = static_cast<std::uint32_t>(t);
-    const std::size_t nb = seed_low_.size();
+    const std::size_t nb = seed_low_.size(), sr = stat_rows(row_bytes_);
     bool overflow = false;
     // The lowerings the potentials recorded (distinct rows per block, so in any order).
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 16) reduction(|| : overflow)
@@ -403,7 +401,7 @@ class CpuEngine final : public Engine<T> {
         overflow = true;
         continue;
       }
-      const std::size_t first = b * stat_rows(row_bytes_);
+      const std::size_t first = b * sr;
       for (const SeedLowering<T>& low : seed_low_[b]) {
         if (low.cand != cand) continue;
         seed_closest_[first + low.row] = low.dist;

@@ -42,19 +42,18 @@ struct DistanceSlack {
   // (1 + g) / (1 - g), widened for the float64 arithmetic of lowering_top.
   double grow = (1 + g) / (1 - g) * (1 + std::ldexp(1.0, -40));
 
-  // |‖y‖ - ‖c‖|, a lower bound on the exact ‖y - c‖, from computed norms (0 when they overlap).
-  double norm_gap(double ny, double nc) const {
-    return std::max({0.0, ny * (1 - e) - nc * (1 + e), nc * (1 - e) - ny * (1 + e)});
-  }
+  // A computed norm widened to an interval holding the exact one.
+  double lo(double norm) const { return norm * (1 - e); }
+  double hi(double norm) const { return norm * (1 + e); }
 };
 
 // Covers the float64 rounding of a test's own arithmetic.
 const double kShave = 1 - std::ldexp(1.0, -40);
 
-// The norm filter (Rodriguez Corominas et al. 2024): ‖y - c‖ >= |‖y‖ - ‖c‖|.
-template <class T>
-bool far_by_norms(const DistanceSlack<T>& s, double safe, double ny, double nc) {
-  const double gap = s.norm_gap(ny, nc);
+// The norm filter (Rodriguez Corominas et al. 2024): ‖y - c‖ >= |‖y‖ - ‖c‖|, from the norms'
+// intervals [ylo, yhi] and [clo, chi]; true when that proves ‖y - c‖^2 >= safe.
+bool far_by_norms(double ylo, double yhi, double clo, double chi, double safe) {
+  const double gap = std::max({0.0, ylo - chi, clo - yhi});
   return gap * gap * kShave >= safe;
 }
 
@@ -135,8 +134,8 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
     for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
       const std::size_t mm = std::min(kMaxFew, m - t0);
       for (std::size_t t = 0; t < mm && step.bounded; ++t) {
-        nlo[t] = step.cand_norm[t0 + t] * (1 - sl.e);
-        nhi[t] = step.cand_norm[t0 + t] * (1 + sl.e);
+        nlo[t] = sl.lo(step.cand_norm[t0 + t]);
+        nhi[t] = sl.hi(step.cand_norm[t0 + t]);
       }
       std::size_t live = rows;  // rows with a surviving pair
       if (step.bounded) live = 0;
@@ -147,10 +146,9 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
         for (std::size_t t = 0; t < mm; ++t) bits |= static_cast<std::uint32_t>(cl > th[t]) << t;
         if (bits) {
           const double safe = sl.safe(cl);
-          const double ylo = rs.norm[s + i] * (1 - sl.e), yhi = rs.norm[s + i] * (1 + sl.e);
+          const double ylo = sl.lo(rs.norm[s + i]), yhi = sl.hi(rs.norm[s + i]);
           for (std::size_t t = 0; t < mm; ++t) {
-            const double gap = std::max({0.0, ylo - nhi[t], nlo[t] - yhi});
-            if (gap * gap * kShave >= safe) bits &= ~(std::uint32_t{1} << t);
+            if (far_by_norms(ylo, yhi, nlo[t], nhi[t], safe)) bits &= ~(std::uint32_t{1} << t);
           }
         }
         mask[i] = bits;
@@ -228,7 +226,8 @@ std::uint64_t seed_lower_rows(const KernelTable<T>& table, const PointsRef<T>& p
     for (std::size_t i = 0; i < rows; ++i) {
       const double cl = static_cast<double>(closest[s + i]);
       live[i] = cl > thr[owner[s + i]] &&
-                (centre_norm < 0 || !far_by_norms(sl, sl.safe(cl), row_norm[s + i], centre_norm));
+                (centre_norm < 0 || !far_by_norms(sl.lo(row_norm[s + i]), sl.hi(row_norm[s + i]),
+                                                  sl.lo(centre_norm), sl.hi(centre_norm), sl.safe(cl)));
       survivors += live[i];
     }
     if (survivors == 0) continue;
