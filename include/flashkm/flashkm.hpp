@@ -8,3 +8,4 @@
 #include "flashkm/matrix_view.hpp"
 #include "flashkm/options.hpp"
 #include "flashkm/result.hpp"
+#include "flashkm/sparse.hpp"

@@ -1,4 +1,5 @@
 // The public entry points: validate, build an engine, run the driver, shape the result.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -11,7 +12,9 @@
 #include "core/lloyd.hpp"
 #include "core/validate.hpp"
 #include "cpu/cpu_engine.hpp"
+#include "cpu/sparse_engine.hpp"
 #include "flashkm/kmeans.hpp"
+#include "flashkm/sparse.hpp"
 
 namespace flashkm {
 namespace {
@@ -35,13 +38,32 @@ std::vector<double> centred_copy(const detail::Engine<T>& engine, const Centroid
 }
 
 template <class T>
-void check_centroids(MatrixView<T> X, MatrixView<T> centroids) {
+void check_centroids(std::size_t cols, MatrixView<T> centroids) {
   detail::check_view(centroids, "centroids");
-  if (centroids.cols != X.cols) {
+  if (centroids.cols != cols) {
     throw InvalidArgument("centroids have " + std::to_string(centroids.cols) +
-                          " columns but X has " + std::to_string(X.cols));
+                          " columns but X has " + std::to_string(cols));
   }
   detail::check_finite(centroids, "centroids");
+}
+
+template <class T>
+void check_centroids(MatrixView<T> X, MatrixView<T> centroids) {
+  check_centroids(X.cols, centroids);
+}
+
+// Shape checks of a CSR view (its contents are checked by the sparse engine).
+template <class T>
+void check_csr(CsrView<T> X) {
+  if (X.row_offsets == nullptr) throw InvalidArgument("X: row_offsets pointer is null");
+  if (X.rows == 0) throw InvalidArgument("X has 0 rows");
+  if (X.cols == 0) throw InvalidArgument("X has 0 columns");
+  if (X.rows > std::numeric_limits<std::uint32_t>::max()) {
+    throw InvalidArgument("X has " + std::to_string(X.rows) + " rows; at most 2^32 - 1 are supported in memory");
+  }
+  if (X.cols > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+    throw InvalidArgument("X has " + std::to_string(X.cols) + " columns; at most 2^31 - 1 are supported");
+  }
 }
 
 // The centroids as the engine takes them for `metric`: centred on its shift (Euclidean), or
@@ -59,23 +81,79 @@ std::vector<double> metric_centroids(detail::Engine<T>& engine, MatrixView<T> ce
   return c;
 }
 
+// The checks of predict / transform / score on X's shape (rows x cols) before an engine is made.
+template <class T>
+void check_query(std::size_t rows, std::size_t cols, MatrixView<T> centroids, const PredictOptions& options) {
+  check_centroids(cols, centroids);
+  detail::check_weights(options.sample_weight, rows);
+  detail::check_threads(options.n_threads);
+  if (std::is_same_v<T, float> && centroids.rows > (std::size_t{1} << 24)) {
+    throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
+  }
+}
+
+// The engine with `centroids` set (centred on X's shift, also returned in `centred`).
+template <class T>
+std::unique_ptr<detail::Engine<T>> with_centroids(std::unique_ptr<detail::Engine<T>> engine, MatrixView<T> centroids,
+                                                  const PredictOptions& options, std::vector<double>* centred) {
+  std::vector<double> c = metric_centroids(*engine, centroids, options.metric);
+  engine->set_centroids(c.data(), centroids.rows);
+  if (centred) *centred = std::move(c);
+  return engine;
+}
+
 // An engine over X with `centroids` set (centred on X's shift, also returned in `centred`).
 template <class T>
 std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> centroids,
                                               const PredictOptions& options,
                                               std::vector<double>* centred = nullptr) {
   detail::check_view(X, "X");
-  check_centroids(X, centroids);
-  detail::check_weights(options.sample_weight, X.rows);
-  detail::check_threads(options.n_threads);
-  if (std::is_same_v<T, float> && centroids.rows > (std::size_t{1} << 24)) {
-    throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
+  check_query(X.rows, X.cols, centroids, options);
+  return with_centroids(detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target),
+                        centroids, options, centred);
+}
+
+// The same over sparse rows.
+template <class T>
+std::unique_ptr<detail::Engine<T>> engine_for(CsrView<T> X, MatrixView<T> centroids, const PredictOptions& options,
+                                              std::vector<double>* centred = nullptr) {
+  check_csr(X);
+  check_query(X.rows, X.cols, centroids, options);
+  return with_centroids(detail::make_sparse_engine(X, options.sample_weight, options.n_threads, options.target),
+                        centroids, options, centred);
+}
+
+// Labels of the engine's rows against its centroids.
+template <class T>
+std::vector<std::int32_t> engine_labels(detail::Engine<T>& engine) {
+  std::vector<std::int32_t> labels(engine.rows(), -1);
+  std::vector<T> dist(engine.rows());
+  engine.assign(labels.data(), dist.data());
+  return labels;
+}
+
+// score() over an engine whose centroids `c` (centred) are set.
+template <class T>
+double engine_score(detail::Engine<T>& engine, const std::vector<double>& c, std::size_t k, Metric metric) {
+  const std::size_t n = engine.rows(), dim = engine.cols();
+  std::vector<std::int32_t> labels(n, -1);
+  std::vector<T> dist(n);
+  std::vector<double> sums(k * dim), wsums(k);
+  std::size_t changed = 0;
+  const double total_weight = engine.total_weight();
+  std::vector<double> cosine_weights;
+  if (metric == Metric::kCosine) {
+    cosine_weights = engine.normalising_weights(engine.weights());
+    engine.set_weights(cosine_weights.data());
   }
-  auto engine = detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target);
-  std::vector<double> c = metric_centroids(*engine, centroids, options.metric);
-  engine->set_centroids(c.data(), centroids.rows);
-  if (centred) *centred = std::move(c);
-  return engine;
+  // The inertia of the update pass is exact (float64 differences), unlike the kernel's
+  // expanded distances; the inner-product metrics' comes from the cluster sums.
+  const double euclidean = engine.assign_update(c.data(), k, labels.data(), dist.data(), sums.data(),
+                                                wsums.data(), &changed);
+  if (metric == Metric::kEuclidean) return -euclidean;
+  double dot = 0;
+  for (std::size_t i = 0; i < sums.size(); ++i) dot += c[i] * sums[i];
+  return metric == Metric::kCosine ? -(total_weight - dot) : dot;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -224,6 +302,35 @@ template KMeansResult<double> fit_engine<double>(std::unique_ptr<Engine<double>>
 
 }  // namespace detail
 
+namespace {
+
+// k-means++ seeds over any engine: the chosen rows' indices and the rows themselves.
+template <class T>
+SeedResult<T> kmeans_plusplus(std::unique_ptr<detail::Engine<T>> engine, std::size_t n_clusters,
+                              const KMeansOptions& options, std::size_t n_local_trials,
+                              std::chrono::steady_clock::time_point start) {
+  std::mt19937_64 rng(options.seed);
+  Seeding seeding(options.seed_callback, 0);
+  std::vector<std::size_t> rows;
+  detail::init_kmeanspp(*engine, n_clusters, rng, {&seeding, n_local_trials, &rows});
+  SeedResult<T> out;
+  const std::size_t dim = engine->cols();
+  out.distances = seeding.distances();
+  out.centers.resize(n_clusters * dim);
+  out.indices.assign(rows.begin(), rows.end());
+  // The chosen rows as they are in X (row_centred adds back nothing the shift does not undo).
+  std::vector<double> row(dim);
+  const double* shift = engine->shift();
+  for (std::size_t c = 0; c < n_clusters; ++c) {
+    engine->row_centred(rows[c], row.data());
+    for (std::size_t j = 0; j < dim; ++j) out.centers[c * dim + j] = static_cast<T>(row[j] + shift[j]);
+  }
+  out.seconds = seconds_since(start);
+  return out;
+}
+
+}  // namespace
+
 template <class T>
 SeedResult<T> kmeans_plusplus(MatrixView<T> X, std::size_t n_clusters, const KMeansOptions& options,
                               std::size_t n_local_trials) {
@@ -232,18 +339,25 @@ SeedResult<T> kmeans_plusplus(MatrixView<T> X, std::size_t n_clusters, const KMe
   detail::check_n_clusters(n_clusters, X.rows);
   detail::check_weights(options.sample_weight, X.rows);
   detail::check_threads(options.n_threads);
-  auto engine = detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target);
-  std::mt19937_64 rng(options.seed);
-  Seeding seeding(options.seed_callback, 0);
-  std::vector<std::size_t> rows;
-  detail::init_kmeanspp(*engine, n_clusters, rng, {&seeding, n_local_trials, &rows});
-  SeedResult<T> out;
-  out.distances = seeding.distances();
-  out.centers.resize(n_clusters * X.cols);
-  out.indices.assign(rows.begin(), rows.end());
-  for (std::size_t c = 0; c < n_clusters; ++c) std::copy_n(X.row(rows[c]), X.cols, out.centers.data() + c * X.cols);
-  out.seconds = seconds_since(start);
+  SeedResult<T> out = kmeans_plusplus(detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target),
+                                      n_clusters, options, n_local_trials, start);
+  // Copies of X's own rows (bitwise, whatever the centring's rounding).
+  for (std::size_t c = 0; c < n_clusters; ++c) {
+    std::copy_n(X.row(static_cast<std::size_t>(out.indices[c])), X.cols, out.centers.data() + c * X.cols);
+  }
   return out;
+}
+
+template <class T>
+SeedResult<T> kmeans_plusplus(CsrView<T> X, std::size_t n_clusters, const KMeansOptions& options,
+                              std::size_t n_local_trials) {
+  const auto start = std::chrono::steady_clock::now();
+  check_csr(X);
+  detail::check_n_clusters(n_clusters, X.rows);
+  detail::check_weights(options.sample_weight, X.rows);
+  detail::check_threads(options.n_threads);
+  return kmeans_plusplus(detail::make_sparse_engine(X, options.sample_weight, options.n_threads, options.target),
+                         n_clusters, options, n_local_trials, start);
 }
 
 template SeedResult<float> kmeans_plusplus<float>(MatrixView<float>, std::size_t, const KMeansOptions&, std::size_t);
@@ -270,11 +384,12 @@ std::size_t row_source_granule(std::size_t cols, std::size_t elem_size) {
 
 template <class T>
 std::vector<std::int32_t> predict(MatrixView<T> X, MatrixView<T> centroids, const PredictOptions& options) {
-  auto engine = engine_for(X, centroids, options);
-  std::vector<std::int32_t> labels(X.rows, -1);
-  std::vector<T> dist(X.rows);
-  engine->assign(labels.data(), dist.data());
-  return labels;
+  return engine_labels(*engine_for(X, centroids, options));
+}
+
+template <class T>
+std::vector<std::int32_t> predict(CsrView<T> X, MatrixView<T> centroids, const PredictOptions& options) {
+  return engine_labels(*engine_for(X, centroids, options));
 }
 
 template <class T>
@@ -297,64 +412,115 @@ std::vector<std::int32_t> predict(RowSource<T>& source, MatrixView<T> centroids,
   return labels;
 }
 
+namespace {
+
+// transform() under the inner-product metrics: 1 - cos(x, c) or -x.c, in float64 per pair
+// (rows of zeros: cos = 0). dots(i, c, k, dim, out) writes row i's k products with the
+// float64 centroids c and returns the row's squared norm.
+template <class T, class Dots>
+std::vector<T> inner_transform(std::size_t n, MatrixView<T> centroids, Metric metric, Dots&& dots) {
+  const std::size_t k = centroids.rows, dim = centroids.cols;
+  std::vector<double> c(k * dim);
+  for (std::size_t r = 0; r < k; ++r) {
+    for (std::size_t j = 0; j < dim; ++j) c[r * dim + j] = static_cast<double>(centroids.row(r)[j]);
+  }
+  if (metric == Metric::kCosine) detail::normalise_rows(c.data(), k, dim);
+  std::vector<T> out(n * k);
+#pragma omp parallel
+  {
+    std::vector<double> dot(k);
+#pragma omp for schedule(static)
+    for (std::size_t i = 0; i < n; ++i) {
+      const double norm = std::sqrt(dots(i, c.data(), k, dim, dot.data()));
+      for (std::size_t r = 0; r < k; ++r) {
+        out[i * k + r] = static_cast<T>(metric == Metric::kCosine ? 1.0 - (norm > 0 ? dot[r] / norm : 0.0) : -dot[r]);
+      }
+    }
+  }
+  return out;
+}
+
+// transform() under the Euclidean metric: the kernels' squared distances, square-rooted.
+template <class T>
+std::vector<T> euclidean_transform(detail::Engine<T>& engine, std::size_t k) {
+  std::vector<T> out(engine.rows() * k);
+  engine.sqdistances(out.data());
+  for (T& v : out) v = std::sqrt(v);
+  return out;
+}
+
+PredictOptions euclidean(PredictOptions options) {
+  options.metric = Metric::kEuclidean;
+  return options;
+}
+
+}  // namespace
+
 template <class T>
 std::vector<T> transform(MatrixView<T> X, MatrixView<T> centroids, const PredictOptions& options) {
   if (options.metric != Metric::kEuclidean) {
-    // Dissimilarities: 1 - cos(x, c) or -x.c, in float64 per pair (rows of zeros: cos = 0).
-    PredictOptions euclid = options;
-    euclid.metric = Metric::kEuclidean;
-    engine_for(X, centroids, euclid);  // validates shapes and values
-    const std::size_t n = X.rows, k = centroids.rows, dim = X.cols;
-    std::vector<double> c(k * dim);
-    for (std::size_t r = 0; r < k; ++r) {
-      for (std::size_t j = 0; j < dim; ++j) c[r * dim + j] = static_cast<double>(centroids.row(r)[j]);
-    }
-    if (options.metric == Metric::kCosine) detail::normalise_rows(c.data(), k, dim);
-    std::vector<T> out(n * k);
-#pragma omp parallel for schedule(static)
-    for (std::size_t i = 0; i < n; ++i) {
-      const T* x = X.row(i);
-      double norm = 0;
-      for (std::size_t j = 0; j < dim; ++j) norm += static_cast<double>(x[j]) * static_cast<double>(x[j]);
-      norm = std::sqrt(norm);
-      for (std::size_t r = 0; r < k; ++r) {
-        double dot = 0;
-        for (std::size_t j = 0; j < dim; ++j) dot += static_cast<double>(x[j]) * c[r * dim + j];
-        out[i * k + r] = static_cast<T>(options.metric == Metric::kCosine ? 1.0 - (norm > 0 ? dot / norm : 0.0) : -dot);
-      }
-    }
-    return out;
+    engine_for(X, centroids, euclidean(options));  // validates shapes and values
+    return inner_transform(X.rows, centroids, options.metric,
+                           [&](std::size_t i, const double* c, std::size_t k, std::size_t dim, double* dot) {
+                             const T* x = X.row(i);
+                             double norm = 0;
+                             for (std::size_t j = 0; j < dim; ++j) norm += static_cast<double>(x[j]) * static_cast<double>(x[j]);
+                             for (std::size_t r = 0; r < k; ++r) {
+                               double d = 0;
+                               for (std::size_t j = 0; j < dim; ++j) d += static_cast<double>(x[j]) * c[r * dim + j];
+                               dot[r] = d;
+                             }
+                             return norm;
+                           });
   }
-  auto engine = engine_for(X, centroids, options);
-  std::vector<T> out(X.rows * centroids.rows);
-  engine->sqdistances(out.data());
-  for (T& v : out) v = std::sqrt(v);
-  return out;
+  return euclidean_transform(*engine_for(X, centroids, options), centroids.rows);
+}
+
+template <class T>
+std::vector<T> transform(CsrView<T> X, MatrixView<T> centroids, const PredictOptions& options) {
+  if (options.metric != Metric::kEuclidean) {
+    engine_for(X, centroids, euclidean(options));  // validates shapes and values
+    return inner_transform(X.rows, centroids, options.metric,
+                           [&](std::size_t i, const double* c, std::size_t k, std::size_t dim, double* dot) {
+                             const std::int64_t p0 = X.row_offsets[i], p1 = X.row_offsets[i + 1];
+                             double norm = 0;
+                             for (std::int64_t p = p0; p < p1; ++p) {
+                               norm += static_cast<double>(X.values[p]) * static_cast<double>(X.values[p]);
+                             }
+                             for (std::size_t r = 0; r < k; ++r) {
+                               double d = 0;
+                               for (std::int64_t p = p0; p < p1; ++p) {
+                                 d += static_cast<double>(X.values[p]) * c[r * dim + static_cast<std::size_t>(X.col_indices[p])];
+                               }
+                               dot[r] = d;
+                             }
+                             return norm;
+                           });
+  }
+  return euclidean_transform(*engine_for(X, centroids, options), centroids.rows);
 }
 
 template <class T>
 double score(MatrixView<T> X, MatrixView<T> centroids, const PredictOptions& options) {
   std::vector<double> c;
   auto engine = engine_for(X, centroids, options, &c);
-  const std::size_t k = centroids.rows;
-  std::vector<std::int32_t> labels(X.rows, -1);
-  std::vector<T> dist(X.rows);
-  std::vector<double> sums(k * X.cols), wsums(k);
-  std::size_t changed = 0;
-  const double total_weight = engine->total_weight();
-  std::vector<double> cosine_weights;
-  if (options.metric == Metric::kCosine) {
-    cosine_weights = engine->normalising_weights(engine->weights());
-    engine->set_weights(cosine_weights.data());
-  }
-  // The inertia of the update pass is exact (float64 differences), unlike the kernel's
-  // expanded distances; the inner-product metrics' comes from the cluster sums.
-  const double euclidean = engine->assign_update(c.data(), k, labels.data(), dist.data(), sums.data(),
-                                                 wsums.data(), &changed);
-  if (options.metric == Metric::kEuclidean) return -euclidean;
-  double dot = 0;
-  for (std::size_t i = 0; i < sums.size(); ++i) dot += c[i] * sums[i];
-  return options.metric == Metric::kCosine ? -(total_weight - dot) : dot;
+  return engine_score(*engine, c, centroids.rows, options.metric);
+}
+
+template <class T>
+double score(CsrView<T> X, MatrixView<T> centroids, const PredictOptions& options) {
+  std::vector<double> c;
+  auto engine = engine_for(X, centroids, options, &c);
+  return engine_score(*engine, c, centroids.rows, options.metric);
+}
+
+template <class T>
+KMeansResult<T> fit(CsrView<T> X, const KMeansOptions& options) {
+  check_csr(X);
+  detail::check_options(options, X.rows, X.cols, std::is_same_v<T, float>);
+  detail::check_weights(options.sample_weight, X.rows);
+  return detail::fit_engine(detail::make_sparse_engine(X, options.sample_weight, options.n_threads, options.target),
+                            options);
 }
 
 std::vector<std::string> available_targets() { return detail::cpu_target_names(); }
@@ -373,5 +539,16 @@ template std::vector<float> transform<float>(MatrixView<float>, MatrixView<float
 template std::vector<double> transform<double>(MatrixView<double>, MatrixView<double>, const PredictOptions&);
 template double score<float>(MatrixView<float>, MatrixView<float>, const PredictOptions&);
 template double score<double>(MatrixView<double>, MatrixView<double>, const PredictOptions&);
+
+template KMeansResult<float> fit<float>(CsrView<float>, const KMeansOptions&);
+template KMeansResult<double> fit<double>(CsrView<double>, const KMeansOptions&);
+template SeedResult<float> kmeans_plusplus<float>(CsrView<float>, std::size_t, const KMeansOptions&, std::size_t);
+template SeedResult<double> kmeans_plusplus<double>(CsrView<double>, std::size_t, const KMeansOptions&, std::size_t);
+template std::vector<std::int32_t> predict<float>(CsrView<float>, MatrixView<float>, const PredictOptions&);
+template std::vector<std::int32_t> predict<double>(CsrView<double>, MatrixView<double>, const PredictOptions&);
+template std::vector<float> transform<float>(CsrView<float>, MatrixView<float>, const PredictOptions&);
+template std::vector<double> transform<double>(CsrView<double>, MatrixView<double>, const PredictOptions&);
+template double score<float>(CsrView<float>, MatrixView<float>, const PredictOptions&);
+template double score<double>(CsrView<double>, MatrixView<double>, const PredictOptions&);
 
 }  // namespace flashkm
