@@ -1,5 +1,5 @@
 // The demo's data: generated blobs and Fashion-MNIST read from Debian's gzipped IDX files.
-#include "demo.hpp"
+#include "datasets.hpp"
 
 #include <zlib.h>
 

@@ -1,4 +1,4 @@
-// `flashkm demo`: the built-in default data sets (generated blobs, Fashion-MNIST if installed).
+// The built-in data sets of `flashkm demo`: generated blobs, Fashion-MNIST if installed.
 #pragma once
 
 #include <cstddef>

@@ -112,50 +112,6 @@ void Progress::done() {
   }
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-std::string json_history(const std::vector<IterationStats>& history) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < history.size(); ++i) {
-    const IterationStats& h = history[i];
-    out += std::string(i ? ",\n    " : "\n    ") + "{\"run\": " + std::to_string(h.init_run) +
-           ", \"iteration\": " + std::to_string(h.iteration) + ", \"inertia\": " + json_number(h.inertia) +
-           ", \"center_shift\": " + json_number(h.center_shift) +
-           ", \"labels_changed\": " + std::to_string(h.labels_changed) +
-           ", \"distances\": " + std::to_string(h.distances) +
-           ", \"empty_relocated\": " + std::to_string(h.empty_relocated) +
-           ", \"seconds\": " + json_number(h.seconds) + "}";
-  }
-  return out + (history.empty() ? "]" : "\n  ]");
-}
-
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -1,5 +1,5 @@
-// Progress lines on stderr (a live line on a terminal), run summaries, and the JSON the
-// command prints with --json.
+// Progress lines on stderr (a live line on a terminal), interrupts, and human-readable sizes
+// and durations.
 #pragma once
 
 #include <atomic>
@@ -44,11 +44,6 @@ class Progress {
 /// iteration (nothing is written), a second one ends the process at once.
 void install_interrupt_handler();
 bool interrupted();
-
-/// Minimal JSON text building: escaped strings, numbers (non-finite as null).
-std::string json_string(const std::string& s);
-std::string json_number(double v);
-std::string json_history(const std::vector<IterationStats>& history);
 
 /// "1.5 GiB", "12 MiB", "900 B".
 std::string human_bytes(double bytes);

@@ -1,6 +1,8 @@
 // Renders a k-means run as one HTML page: tables written here, charts drawn by inline JS into SVG.
 #include "report.hpp"
 
+#include "json.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -86,35 +88,6 @@ std::string html(std::string_view raw) {
   return out;
 }
 
-// A JSON string literal that is also safe inside <script>: with '<' escaped no "</script" or
-// "<!--" can appear, and U+2028/2029 are escaped for JavaScript parsers older than ES2019.
-std::string json_string(std::string_view raw) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (const char32_t cp : decode_utf8(raw)) {
-    if (cp == '"' || cp == '\\') {
-      out += '\\';
-      out += static_cast<char>(cp);
-    } else if (cp < 0x20 || is_control(cp) || cp == '<' || cp == '>' || cp == '&' || cp == 0x2028 ||
-               cp == 0x2029) {
-      out += "\\u";
-      for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(cp >> shift) & 0xF];
-    } else {
-      append_utf8(out, cp);
-    }
-  }
-  return out + "\"";
-}
-
-// Shortest round-trip form; JSON has no NaN or Infinity, so those become null.
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buffer[32];
-  return {buffer, std::to_chars(buffer, buffer + sizeof buffer, v).ptr};
-}
-
-std::string json_bool(bool v) { return v ? "true" : "false"; }
-
 // A number for people: `digits` significant digits (non-finite values read "nan", "inf").
 std::string shown(double v, int digits) {
   char buffer[40];
@@ -197,59 +170,56 @@ bool wants_log_scale(const std::vector<IterationStats>& history) {
   return lo > 0 && std::isfinite(hi) && hi >= kLogScaleRatio * lo;
 }
 
+// `raw` as valid UTF-8: invalid bytes become U+FFFD as in the page's text (controls are kept;
+// the JSON escapes them).
+std::string valid_utf8(std::string_view raw) {
+  std::string out;
+  for (const char32_t cp : decode_utf8(raw)) append_utf8(out, cp);
+  return out;
+}
+
 // What the charts draw, and the summary, for anyone who wants the numbers back out of the page.
-std::string report_json(const ReportData& d, const SizeChart& sizes, bool log_scale) {
-  std::string j = "{\"summary\":{";
-  j += "\"input\":" + json_string(d.input);
-  j += ",\"format\":" + json_string(d.format);
-  j += ",\"rows\":" + std::to_string(d.rows);
-  j += ",\"cols\":" + std::to_string(d.cols);
-  j += ",\"k\":" + std::to_string(d.k);
-  j += ",\"init\":" + json_string(d.init);
-  j += ",\"n_init\":" + std::to_string(d.n_init);
-  j += ",\"best_init\":" + std::to_string(d.best_init);
-  j += ",\"n_iter\":" + std::to_string(d.n_iter);
-  j += ",\"threads\":" + std::to_string(d.threads);
-  j += ",\"converged\":" + json_bool(d.converged);
-  j += ",\"streamed\":" + json_bool(d.streamed);
-  j += ",\"stop_reason\":" + json_string(d.stop_reason);
-  j += ",\"inertia\":" + json_number(d.inertia);
-  j += ",\"seconds\":" + json_number(d.seconds);
-  j += ",\"init_seconds\":" + json_number(d.init_seconds);
-  j += ",\"target\":" + json_string(d.target);
-  j += "},\"inertia\":{\"log_scale\":" + json_bool(log_scale) + ",\"runs\":[";
-  bool first_run = true;
+Json report_json(const ReportData& d, const SizeChart& sizes, bool log_scale) {
+  Json j;
+  j["summary"] = {{"input", valid_utf8(d.input)},
+                  {"format", valid_utf8(d.format)},
+                  {"rows", d.rows},
+                  {"cols", d.cols},
+                  {"k", d.k},
+                  {"init", valid_utf8(d.init)},
+                  {"n_init", d.n_init},
+                  {"best_init", d.best_init},
+                  {"n_iter", d.n_iter},
+                  {"threads", d.threads},
+                  {"converged", d.converged},
+                  {"streamed", d.streamed},
+                  {"stop_reason", valid_utf8(d.stop_reason)},
+                  {"inertia", d.inertia},
+                  {"seconds", d.seconds},
+                  {"init_seconds", d.init_seconds},
+                  {"target", valid_utf8(d.target)}};
+  Json runs = Json::array();
   for (const auto& [run, its] : runs_of(d.history)) {
-    if (!first_run) j += ',';
-    first_run = false;
-    j += "{\"run\":" + std::to_string(run) + ",\"best\":" + json_bool(run == d.best_init) +
-         ",\"iteration\":[";
-    for (std::size_t i = 0; i < its.size(); ++i) {
-      j += i ? "," : "";
-      j += std::to_string(its[i]->iteration);
+    Json iteration = Json::array(), inertia = Json::array();
+    for (const IterationStats* it : its) {
+      iteration.push_back(it->iteration);
+      inertia.push_back(it->inertia);
     }
-    j += "],\"inertia\":[";
-    for (std::size_t i = 0; i < its.size(); ++i) {
-      j += i ? "," : "";
-      j += json_number(its[i]->inertia);
-    }
-    j += "]}";
+    runs.push_back({{"run", run}, {"best", run == d.best_init}, {"iteration", iteration}, {"inertia", inertia}});
   }
-  j += "]},\"sizes\":{\"k\":" + std::to_string(d.cluster_sizes.size());
-  j += ",\"group\":" + std::to_string(sizes.group);
-  j += ",\"min\":" + std::to_string(sizes.min);
-  j += ",\"median\":" + json_number(sizes.median);
-  j += ",\"max\":" + std::to_string(sizes.max);
-  j += ",\"bars\":[";
-  for (std::size_t i = 0; i < sizes.bars.size(); ++i) {
-    const SizeBar& bar = sizes.bars[i];
-    j += i ? "," : "";
-    j += "{\"r0\":" + std::to_string(bar.first_rank) + ",\"r1\":" + std::to_string(bar.last_rank);
-    if (sizes.group == 1) j += ",\"cluster\":" + std::to_string(bar.cluster);
-    j += ",\"mean\":" + json_number(bar.mean) + ",\"min\":" + std::to_string(bar.min) +
-         ",\"max\":" + std::to_string(bar.max) + "}";
+  j["inertia"] = {{"log_scale", log_scale}, {"runs", runs}};
+  Json bars = Json::array();
+  for (const SizeBar& bar : sizes.bars) {
+    Json b = {{"r0", bar.first_rank}, {"r1", bar.last_rank}};
+    if (sizes.group == 1) b["cluster"] = bar.cluster;
+    b["mean"] = bar.mean;
+    b["min"] = bar.min;
+    b["max"] = bar.max;
+    bars.push_back(b);
   }
-  return j + "]}}";
+  j["sizes"] = {{"k", d.cluster_sizes.size()}, {"group", sizes.group}, {"min", sizes.min},
+                {"median", sizes.median},      {"max", sizes.max},     {"bars", bars}};
+  return j;
 }
 
 constexpr std::string_view kStyle = R"css(
@@ -571,7 +541,7 @@ std::string render_report_html(const ReportData& data) {
       "<svg id=\"sizes-chart\" viewBox=\"0 0 720 320\" role=\"img\" aria-labelledby=\"sizes-caption\"></svg>\n"
       "<figcaption id=\"sizes-caption\">" + sizes_caption(data, sizes) + "</figcaption>\n</figure>\n" +
       iteration_table(data) + "</main>\n<footer>Written by flashkm. This page loads nothing from the network.</footer>\n"
-      "<script type=\"application/json\" id=\"report-data\">" + report_json(data, sizes, log_scale) +
+      "<script type=\"application/json\" id=\"report-data\">" + json_for_script(report_json(data, sizes, log_scale)) +
       "</script>\n<script>" + std::string(kDrawScript) + "</script>\n</body>\n</html>\n";
 }
 

@@ -11,6 +11,7 @@ packages=(
   dataset-fashion-mnist           # the real data set of the demo and the tests
   python3-dev python3-venv        # the Python package (built in a virtual environment)
   libcli11-dev                    # CLI11: the command line of the flashkm tool
+  nlohmann-json3-dev              # nlohmann::json: every JSON the command writes
   openmpi-bin libopenmpi-dev      # the MPI engine and its tests under mpirun
   chromium                        # headless rendering of the HTML report in its test
 )

@@ -504,6 +504,77 @@ class Stream(Base):
         self.assertFalse(os.path.exists(self.path("c.npy")))
 
 
+class Json(Base):
+    """--json is parsed for every command and every way of holding the data."""
+
+    FIT_KEYS = {"command", "input", "format", "dtype", "rows", "cols", "k", "init", "n_init", "best_init", "n_iter",
+                "converged", "stop_reason", "inertia", "seconds", "init_seconds", "read_seconds", "target",
+                "threads", "ranks", "streamed", "holding", "memory_limit", "peak_rss", "cluster_sizes", "outputs",
+                "history"}
+    HISTORY_KEYS = {"run", "iteration", "inertia", "center_shift", "labels_changed", "distances",
+                    "empty_relocated", "seconds"}
+
+    def check_fit(self, j, rows, k, holding):
+        self.assertTrue(self.FIT_KEYS <= set(j), sorted(self.FIT_KEYS - set(j)))
+        self.assertEqual((j["command"], j["rows"], j["k"], j["holding"]), ("fit", rows, k, holding))
+        self.assertEqual(j["streamed"], holding == "streamed")
+        self.assertEqual(sum(j["cluster_sizes"]), rows)
+        self.assertEqual(len(j["history"]), j["n_iter"])
+        for h in j["history"]:
+            self.assertEqual(set(h), self.HISTORY_KEYS)
+        self.assertIsInstance(j["inertia"], float)
+        if holding == "streamed":
+            self.assertEqual(set(j["stream"]), {"passes", "chunk_rows", "bytes_read", "read_seconds", "wait_seconds"})
+        else:
+            self.assertNotIn("stream", j)
+
+    def test_fit_and_predict_in_memory_16_bit_and_streamed(self):
+        # Streaming holds two chunks of 32768 rows of 128 float32 (32 MiB), so the files are
+        # larger than that: 100,000 float32 rows (49 MiB) and 200,000 float16 rows (49 MiB; a
+        # block of 1,000 rows repeated, duplicates being data too).
+        cols = 128
+        x = self.make_data("x.npy", 100000, cols, 6, seed=3)
+        block = npy_bytes(small_grid(1000, cols, 5), (1000, cols), "<f2")
+        header = npy_bytes([], (200000, cols), "<f2")
+        h = self.write("h.npy", header + block[len(npy_bytes([], (1000, cols), "<f2")):] * 200)
+        for data, rows, limit, holding in ((x, 100000, None, "in memory"), (x, 100000, "40M", "streamed"),
+                                           (h, 200000, None, "in memory, 16-bit"), (h, 200000, "45M", "streamed")):
+            extra = ["--memory-limit", limit] if limit else []
+            fit = json.loads(self.run_km("fit", data, "-k", "6", "-o", "c.npy", "--json", "-q", "--max-iter", "5",
+                                         *extra).stdout)
+            self.check_fit(fit, rows, 6, holding)
+            pred = json.loads(self.run_km("predict", data, "--centroids", "c.npy", "-o", "l.npy", "--json", "-q",
+                                          *extra).stdout)
+            self.assertEqual((pred["command"], pred["rows"], pred["k"], pred["holding"]), ("predict", rows, 6, holding))
+            self.assertEqual(sum(pred["cluster_sizes"]), rows)
+            self.assertEqual(pred["outputs"], {"labels": "l.npy"})
+
+    def test_info_json(self):
+        x = self.make_data("x.npy", 300, 5, 3)
+        j = json.loads(self.run_km("info", x, "--json").stdout)
+        self.assertEqual((j["format"], j["dtype"], j["rows"], j["cols"], j["non_finite"]), ("npy", "float32", 300, 5, 0))
+        self.assertLessEqual(j["min"], j["mean"])
+        self.assertLessEqual(j["mean"], j["max"])
+        t = json.loads(self.run_km("info", "--targets", "--json").stdout)
+        self.assertIn("reference", t["targets"])
+        self.assertEqual(t["targets"], self.run_km("info", "--targets").stdout.split())
+
+    def test_non_utf8_output_path_gives_parsable_json(self):
+        x = self.make_data("x.npy", 500, 4, 3)
+        out = b"c\xff\xfe.npy"  # a valid file name, not valid UTF-8
+        p = subprocess.run([FLASHKM, "fit", x, "-k", "3", "-o", out, "--json", "-q"], capture_output=True,
+                           cwd=self.dir, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        j = json.loads(p.stdout.decode("utf-8"))  # strict: the output is valid UTF-8
+        self.assertEqual(j["outputs"]["centroids"], "c\ufffd\ufffd.npy")
+        self.assertIn(b"not valid UTF-8", p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.dir.encode(), out)))
+        # The report's embedded data parses too.
+        p = subprocess.run([FLASHKM, "fit", x, "-k", "3", "-o", "c.npy", "--report", b"r\xff.html", "-q"],
+                           capture_output=True, cwd=self.dir, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+
 class Distributed(Base):
     """`flashkm fit --distributed` under mpirun: the single-process answer, faults stop the job."""
 

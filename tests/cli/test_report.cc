@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "json.hpp"
 #include "report.hpp"
 
 namespace flashkm::cli {
@@ -171,10 +172,14 @@ TEST(Report, InvalidUtf8AndControlsAreReplaced) {
   EXPECT_NE(page.find("<code>a" + fffd + "b" + fffd + fffd + "c" + fffd + "d\xe2\x80\xa8" "e\xf0\x9f\x98\x80" "f" +
                       fffd + fffd + "</code>"),
             std::string::npos);
-  EXPECT_NE(json_of(page).find("\"input\":\"a" + fffd + "b" + fffd + fffd + "c\\u0001d\\u2028e\xf0\x9f\x98\x80" "f" +
-                               fffd + fffd + "\""),
-            std::string::npos)
-      << json_of(page);
+  // The JSON holds the same characters (the control escaped, not replaced), written in ASCII.
+  const std::string json = json_of(page);
+  EXPECT_EQ(Json::parse(json)["summary"]["input"],
+            "a" + fffd + "b" + fffd + fffd + "c\x01" "d\xe2\x80\xa8" "e\xf0\x9f\x98\x80" "f" + fffd + fffd)
+      << json;
+  EXPECT_NE(json.find(R"("input":"a\ufffdb\ufffd\ufffdc\u0001d\u2028e\ud83d\ude00f\ufffd\ufffd")"), std::string::npos)
+      << json;
+  for (const char c : json) EXPECT_LT(static_cast<unsigned char>(c), 0x80u);
 }
 
 TEST(Report, NonFiniteNumbersAreNullInJson) {
@@ -199,8 +204,8 @@ TEST(Report, SingleCluster) {
   d.cluster_sizes = {5000};
   const std::string page = render_report_html(d);
   const std::string json = json_of(page);
-  EXPECT_NE(json.find(R"("sizes":{"k":1,"group":1,"min":5000,"median":5000,"max":5000,"bars":[{"r0":1,"r1":1,"cluster":0,"mean":5000,"min":5000,"max":5000}]})"),
-            std::string::npos)
+  EXPECT_EQ(Json::parse(json)["sizes"],
+            Json::parse(R"({"k":1,"group":1,"min":5000,"median":5000,"max":5000,"bars":[{"r0":1,"r1":1,"cluster":0,"mean":5000,"min":5000,"max":5000}]})"))
       << json;
   EXPECT_NE(page.find("One bar per cluster, largest first. Points per cluster: min 5,000, median 5,000, max 5,000."),
             std::string::npos);
@@ -227,12 +232,11 @@ TEST(Report, SizesSortedLargestFirstTiesByIndex) {
   ReportData d = sample_data();
   d.cluster_sizes = {3, 7, 7, 1};
   const std::string json = json_of(render_report_html(d));
-  EXPECT_NE(json.find(R"("group":1,"min":1,"median":5,"max":7,"bars":[)"
-                      R"({"r0":1,"r1":1,"cluster":1,"mean":7,"min":7,"max":7},)"
-                      R"({"r0":2,"r1":2,"cluster":2,"mean":7,"min":7,"max":7},)"
-                      R"({"r0":3,"r1":3,"cluster":0,"mean":3,"min":3,"max":3},)"
-                      R"({"r0":4,"r1":4,"cluster":3,"mean":1,"min":1,"max":1}])"),
-            std::string::npos)
+  EXPECT_EQ(Json::parse(json)["sizes"], Json::parse(R"({"k":4,"group":1,"min":1,"median":5,"max":7,"bars":[)"
+                                                   R"({"r0":1,"r1":1,"cluster":1,"mean":7,"min":7,"max":7},)"
+                                                   R"({"r0":2,"r1":2,"cluster":2,"mean":7,"min":7,"max":7},)"
+                                                   R"({"r0":3,"r1":3,"cluster":0,"mean":3,"min":3,"max":3},)"
+                                                   R"({"r0":4,"r1":4,"cluster":3,"mean":1,"min":1,"max":1}]})"))
       << json;
 }
 
@@ -259,9 +263,13 @@ TEST(Report, LargeKIsBinned) {
   EXPECT_NE(json.find("\"group\":51"), std::string::npos);
   // Size 96 occurs 103 times, so the first two bars are all 96s; the last bar holds ranks
   // 9997..10007, all of them empty clusters.
-  EXPECT_NE(json.find(R"("bars":[{"r0":1,"r1":51,"mean":96,"min":96,"max":96},{"r0":52,"r1":102,"mean":96,)"),
-            std::string::npos);
-  EXPECT_NE(json.find(R"({"r0":9997,"r1":10007,"mean":0,"min":0,"max":0}]})"), std::string::npos);
+  const Json bars = Json::parse(json)["sizes"]["bars"];
+  ASSERT_EQ(bars.size(), 197u);
+  EXPECT_EQ(bars[0], Json::parse(R"({"r0":1,"r1":51,"mean":96,"min":96,"max":96})"));
+  EXPECT_EQ(bars[1]["r0"], 52);
+  EXPECT_EQ(bars[1]["r1"], 102);
+  EXPECT_EQ(bars[1]["mean"], 96);
+  EXPECT_EQ(bars[196], Json::parse(R"({"r0":9997,"r1":10007,"mean":0,"min":0,"max":0})"));
   EXPECT_NE(page.find("Binned: 10,007 clusters are too many for a bar each"), std::string::npos);
   EXPECT_NE(page.find("grouped 51 per bar (197 bars;"), std::string::npos);
   EXPECT_NE(page.find("min 0, median 48, max 96. 104 clusters are empty."), std::string::npos);
@@ -271,9 +279,9 @@ TEST(Report, LargeKIsBinned) {
 TEST(Report, KeptRunIsMarked) {
   const std::string page = render_report_html(sample_data());
   const std::string json = json_of(page);
-  EXPECT_NE(json.find(R"("runs":[{"run":0,"best":false,"iteration":[1,2,3],"inertia":[900,850,840]},)"
-                      R"({"run":1,"best":true,"iteration":[1,2,3],"inertia":[800,700,690]}])"),
-            std::string::npos)
+  EXPECT_EQ(Json::parse(json)["inertia"]["runs"],
+            Json::parse(R"([{"run":0,"best":false,"iteration":[1,2,3],"inertia":[900,850,840]},)"
+                        R"({"run":1,"best":true,"iteration":[1,2,3],"inertia":[800,700,690]}])"))
       << json;
   EXPECT_EQ(count(page, "<tr class=\"best\">"), 3u);
   EXPECT_NE(page.find("run 1 (kept)"), std::string::npos);
