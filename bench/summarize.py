@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns bench_kernels' JSON (medians of repetitions) into the table of docs/PERFORMANCE.md:
+"""Turns bench_kernels' JSON (medians of repetitions) into the kernel table of docs/PERFORMANCE.md:
 each kernel as a fraction of the ceiling measured in the same run."""
 import json
 import sys

@@ -38,7 +38,8 @@ enum class HalfKernel { kTiles, kDpbf16 };
 /// Pieces per centroid value the engine uses. One: on this machine the tiles are bound by
 /// tile loads (each ~3x a TDPBF16PS), so halving the depth halves the tile time, while the
 /// wider bound re-scores only ~1.3 centroids per row on 128-dimensional data
-/// (docs/PERFORMANCE.md). Two stays available to amx_pack and tested.
+/// (bench/results/performance-log.md, "16-bit input on AMX tiles"). Two stays available to
+/// amx_pack and tested.
 inline constexpr std::size_t kAmxPieces = 1;
 
 /// Centroids prepared for the tiles, once per iteration.
