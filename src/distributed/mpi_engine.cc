@@ -28,9 +28,37 @@ namespace {
 constexpr std::size_t kMinSampleRows = 65536;
 constexpr std::size_t kSamplePerCentre = 64;
 
-MPI_Comm world() { return MPI_COMM_WORLD; }
+// The communicator of the call in progress: MPI_COMM_WORLD, or the one a public function was
+// given (set for the length of that call by UseComm; MPI is called from one thread, FUNNELED).
+thread_local MPI_Comm t_comm = MPI_COMM_WORLD;
+MPI_Comm world() { return t_comm; }
 
-// The exceptions collectively() throws on every rank.
+class UseComm {
+ public:
+  explicit UseComm(Comm c) : saved_(t_comm) { t_comm = c.fortran ? MPI_Comm_f2c(*c.fortran) : MPI_COMM_WORLD; }
+  ~UseComm() { t_comm = saved_; }
+  UseComm(const UseComm&) = delete;
+  UseComm& operator=(const UseComm&) = delete;
+
+ private:
+  MPI_Comm saved_;
+};
+
+int comm_rank() {
+  int r = 0;
+  MPI_Comm_rank(world(), &r);
+  return r;
+}
+
+int comm_size() {
+  int s = 1;
+  MPI_Comm_size(world(), &s);
+  return s;
+}
+
+void collective(const std::function<void()>& fn);
+
+// The exceptions collective() throws on every rank.
 template <class Base>
 struct Agreed final : Base, AgreedError {
   using Base::Base;
@@ -41,7 +69,7 @@ struct Agreed final : Base, AgreedError {
 // decisions taken from them, must not differ by a rounding.) In pieces: MPI counts are int.
 void allreduce_sum(double* data, std::size_t n) {
   constexpr std::size_t kPiece = std::size_t{1} << 28;
-  const bool root = rank() == 0;
+  const bool root = comm_rank() == 0;
   for (std::size_t i = 0; i < n; i += kPiece) {
     const int m = static_cast<int>(std::min(kPiece, n - i));
     MPI_Reduce(root ? MPI_IN_PLACE : data + i, root ? data + i : nullptr, m, MPI_DOUBLE, MPI_SUM, 0, world());
@@ -56,7 +84,7 @@ std::uint64_t allreduce_u64(std::uint64_t v, MPI_Op op) {
 
 // Every rank's vector of doubles, concatenated in rank order, on every rank.
 std::vector<double> allgather(const std::vector<double>& mine) {
-  const int n = size();
+  const int n = comm_size();
   // Counts and displacements are int in MPI: refuse (on every rank alike) what does not fit.
   if (allreduce_u64(mine.size(), MPI_SUM) > static_cast<std::uint64_t>(INT_MAX)) {
     throw Agreed<InvalidArgument>("the ranks' candidate rows exceed one MPI message (2^31 values); "
@@ -89,12 +117,12 @@ class MpiEngine final : public detail::Engine<T> {
     std::uint64_t before = 0;
     std::uint64_t mine = local_rows;
     MPI_Exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, world());
-    offset_ = rank() == 0 ? 0 : before;
+    offset_ = comm_rank() == 0 ? 0 : before;
     total_ = allreduce_u64(mine, MPI_SUM);
-    collectively([&] {
+    collective([&] {
       if (local_rows == 0) {
         throw InvalidArgument("this rank's shard has no rows (" + std::to_string(total_) + " rows over " +
-                              std::to_string(size()) + " ranks); every rank needs at least one");
+                              std::to_string(comm_size()) + " ranks); every rank needs at least one");
       }
       local_ = make_local(offset_);
     });
@@ -119,7 +147,7 @@ class MpiEngine final : public detail::Engine<T> {
 
   double mean_variance() override {
     double v = 0;
-    collectively([&] { v = local_->mean_variance() * static_cast<double>(n_); });
+    collective([&] { v = local_->mean_variance() * static_cast<double>(n_); });
     allreduce_sum(&v, 1);
     return v / static_cast<double>(total_);
   }
@@ -134,22 +162,22 @@ class MpiEngine final : public detail::Engine<T> {
   void set_weights(const double* weights) override { local_->set_weights(weights); }
   std::vector<double> normalising_weights(const double* weights) override {
     std::vector<double> out;
-    collectively([&] { out = local_->normalising_weights(weights); });
+    collective([&] { out = local_->normalising_weights(weights); });
     return out;
   }
 
   std::size_t assign(std::int32_t* labels, T* dist) override {
     std::uint64_t changed = 0;
-    collectively([&] { changed = local_->assign(labels, dist); });
+    collective([&] { changed = local_->assign(labels, dist); });
     return allreduce_u64(changed, MPI_SUM);
   }
 
   void lower_closest(const double* centroid, T* closest) override {
-    collectively([&] { local_->lower_closest(centroid, closest); });
+    collective([&] { local_->lower_closest(centroid, closest); });
   }
 
   void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) override {
-    collectively([&] { local_->potentials(candidates, m, closest, pot); });
+    collective([&] { local_->potentials(candidates, m, closest, pot); });
     allreduce_sum(pot, m);
   }
 
@@ -167,26 +195,26 @@ class MpiEngine final : public detail::Engine<T> {
   void seed_end() override {}
 
   void sqdistances(T* out) override {
-    collectively([&] { local_->sqdistances(out); });
+    collective([&] { local_->sqdistances(out); });
   }
 
   double update(const std::int32_t* labels, const double* centroids, std::size_t k, double* sums,
                 double* wsums) override {
     double inertia = 0;
-    collectively([&] { inertia = local_->update(labels, centroids, k, sums, wsums); });
+    collective([&] { inertia = local_->update(labels, centroids, k, sums, wsums); });
     return reduce_step(k, sums, wsums, inertia, nullptr);
   }
 
   double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
                        double* sums, double* wsums, std::size_t* changed) override {
     double inertia = 0;
-    collectively([&] { inertia = local_->assign_update(centroids, k, labels, dist, sums, wsums, changed); });
+    collective([&] { inertia = local_->assign_update(centroids, k, labels, dist, sums, wsums, changed); });
     return reduce_step(k, sums, wsums, inertia, changed);
   }
 
   bool begin_run(Prune prune, std::size_t k) override {
     bool on = false;
-    collectively([&] { on = local_->begin_run(prune, k); });
+    collective([&] { on = local_->begin_run(prune, k); });
     return on;
   }
 
@@ -195,7 +223,7 @@ class MpiEngine final : public detail::Engine<T> {
   std::vector<detail::FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override {
     const std::size_t dim = cols();
     std::vector<detail::FarPoint> mine;
-    collectively([&] { mine = local_->farthest(labels, dist, std::min(m, n_)); });
+    collective([&] { mine = local_->farthest(labels, dist, std::min(m, n_)); });
     // Record: dist, index, label, weight, row (indices < 2^53 are exact in a double).
     const std::size_t rec = 4 + dim;
     std::vector<double> packed;
@@ -261,7 +289,7 @@ class MpiEngine final : public detail::Engine<T> {
     const double* w = weights();
     std::vector<std::pair<double, std::size_t>> keys;
     std::uint64_t positive = 0;
-    collectively([&] {
+    collective([&] {
       std::mt19937_64 mine = rng;
       mine.discard(offset_);
       keys = detail::sampling_keys(w, n_, mine, &positive);
@@ -271,7 +299,7 @@ class MpiEngine final : public detail::Engine<T> {
     const std::size_t keep = std::min(k, n_);
     detail::sort_best_keys(keys, keep);
     std::vector<double> packed;
-    collectively([&] {  // streamed shards read these rows from their files
+    collective([&] {  // streamed shards read these rows from their files
       std::vector<double> row(dim);
       for (std::size_t t = 0; t < keep; ++t) {
         packed.push_back(keys[t].first);
@@ -302,7 +330,7 @@ class MpiEngine final : public detail::Engine<T> {
     const std::size_t stride = (total_ + want - 1) / want;
     const double* w = weights();
     std::vector<double> packed;
-    collectively([&] {
+    collective([&] {
       std::vector<double> row(dim);
       for (std::size_t g = (offset_ + stride - 1) / stride * stride; g < offset_ + n_; g += stride) {
         row_centred(g - offset_, row.data());
@@ -344,7 +372,7 @@ class MpiEngine final : public detail::Engine<T> {
 
 // Weights of a shard: finite and >= 0 here, not all zero over all ranks.
 void check_shard_weights(std::span<const double> w, std::size_t n) {
-  collectively([&] {
+  collective([&] {
     if (w.empty()) return;
     if (w.size() != n) {
       throw InvalidArgument("sample_weight has " + std::to_string(w.size()) + " values for a shard of " +
@@ -378,6 +406,38 @@ KMeansResult<T> fit_sharded(std::size_t local_rows, std::size_t cols, const KMea
   return detail::fit_engine<T>(std::move(engine), options);
 }
 
+
+void collective(const std::function<void()>& fn) {
+  int code = 0;
+  std::string msg;
+  try {
+    fn();
+  } catch (const InvalidArgument& e) {
+    code = 1;
+    msg = e.what();
+  } catch (const InvalidData& e) {
+    code = 2;
+    msg = e.what();
+  } catch (const Error& e) {
+    code = 3;
+    msg = e.what();
+  } catch (const std::exception& e) {
+    code = 4;
+    msg = e.what();
+  }
+  int first = code ? comm_rank() : INT_MAX;
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world());
+  if (first == INT_MAX) return;
+  int header[2] = {code, static_cast<int>(msg.size())};
+  MPI_Bcast(header, 2, MPI_INT, first, world());
+  msg.resize(static_cast<std::size_t>(header[1]));
+  MPI_Bcast(msg.data(), header[1], MPI_CHAR, first, world());
+  const std::string text = "rank " + std::to_string(first) + ": " + msg;
+  if (header[0] == 1) throw Agreed<InvalidArgument>(text);
+  if (header[0] == 2) throw Agreed<InvalidData>(text);
+  throw Agreed<Error>(text);
+}
+
 }  // namespace
 
 Environment::Environment(int* argc, char*** argv) {
@@ -396,19 +456,18 @@ Environment::~Environment() {
   if (owner_ && !done) MPI_Finalize();
 }
 
-int rank() {
-  int r = 0;
-  MPI_Comm_rank(world(), &r);
-  return r;
+int rank(Comm comm) {
+  UseComm use(comm);
+  return comm_rank();
 }
 
-int size() {
-  int s = 1;
-  MPI_Comm_size(world(), &s);
-  return s;
+int size(Comm comm) {
+  UseComm use(comm);
+  return comm_size();
 }
 
-int ranks_on_this_node() {
+int ranks_on_this_node(Comm comm) {
+  UseComm use(comm);
   MPI_Comm node;
   MPI_Comm_split_type(world(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   int n = 1;
@@ -417,51 +476,28 @@ int ranks_on_this_node() {
   return n;
 }
 
-std::pair<std::size_t, std::size_t> shard_range(std::size_t total) {
-  const std::size_t p = static_cast<std::size_t>(size());
-  const std::size_t r = static_cast<std::size_t>(rank());
+std::pair<std::size_t, std::size_t> shard_range(std::size_t total, Comm comm) {
+  UseComm use(comm);
+  const std::size_t p = static_cast<std::size_t>(comm_size());
+  const std::size_t r = static_cast<std::size_t>(comm_rank());
   return {total * r / p, total * (r + 1) / p};
 }
 
-void collectively(const std::function<void()>& fn) {
-  int code = 0;
-  std::string msg;
-  try {
-    fn();
-  } catch (const InvalidArgument& e) {
-    code = 1;
-    msg = e.what();
-  } catch (const InvalidData& e) {
-    code = 2;
-    msg = e.what();
-  } catch (const Error& e) {
-    code = 3;
-    msg = e.what();
-  } catch (const std::exception& e) {
-    code = 4;
-    msg = e.what();
-  }
-  int first = code ? rank() : INT_MAX;
-  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world());
-  if (first == INT_MAX) return;
-  int header[2] = {code, static_cast<int>(msg.size())};
-  MPI_Bcast(header, 2, MPI_INT, first, world());
-  msg.resize(static_cast<std::size_t>(header[1]));
-  MPI_Bcast(msg.data(), header[1], MPI_CHAR, first, world());
-  const std::string text = "rank " + std::to_string(first) + ": " + msg;
-  if (header[0] == 1) throw Agreed<InvalidArgument>(text);
-  if (header[0] == 2) throw Agreed<InvalidData>(text);
-  throw Agreed<Error>(text);
+void collectively(const std::function<void()>& fn, Comm comm) {
+  UseComm use(comm);
+  collective(fn);
 }
 
-void abort(int code) {
+void abort(int code, Comm comm) {
+  UseComm use(comm);
   MPI_Abort(world(), code);
   std::abort();
 }
 
 template <class T>
-KMeansResult<T> fit(MatrixView<T> shard, const KMeansOptions& options) {
-  collectively([&] {
+KMeansResult<T> fit(MatrixView<T> shard, const KMeansOptions& options, Comm comm) {
+  UseComm use(comm);
+  collective([&] {
     if (shard.rows > 0) detail::check_view(shard, "X (this rank's shard)");
   });
   return fit_sharded<T>(shard.rows, shard.cols, options, [&](std::size_t offset) {
@@ -470,14 +506,16 @@ KMeansResult<T> fit(MatrixView<T> shard, const KMeansOptions& options) {
 }
 
 template <class T>
-KMeansResult<T> fit(RowSource<T>& shard, const KMeansOptions& options) {
+KMeansResult<T> fit(RowSource<T>& shard, const KMeansOptions& options, Comm comm) {
+  UseComm use(comm);
   return fit_sharded<T>(shard.rows(), shard.cols(), options, [&](std::size_t offset) {
     return detail::make_cpu_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset);
   });
 }
 
-std::vector<std::int32_t> gather_to_root(const std::vector<std::int32_t>& local) {
-  const int n = size();
+std::vector<std::int32_t> gather_to_root(const std::vector<std::int32_t>& local, Comm comm) {
+  UseComm use(comm);
+  const int n = comm_size();
   if (allreduce_u64(local.size(), MPI_SUM) > static_cast<std::uint64_t>(INT_MAX)) {
     throw Agreed<InvalidArgument>("more than 2^31 labels cannot be gathered on rank 0");
   }
@@ -485,7 +523,7 @@ std::vector<std::int32_t> gather_to_root(const std::vector<std::int32_t>& local)
   std::vector<int> counts(static_cast<std::size_t>(n)), displs(static_cast<std::size_t>(n));
   MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, world());
   std::vector<std::int32_t> all;
-  if (rank() == 0) {
+  if (comm_rank() == 0) {
     long long total = 0;
     for (int r = 0; r < n; ++r) {
       displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
@@ -497,9 +535,9 @@ std::vector<std::int32_t> gather_to_root(const std::vector<std::int32_t>& local)
   return all;
 }
 
-template KMeansResult<float> fit<float>(MatrixView<float>, const KMeansOptions&);
-template KMeansResult<double> fit<double>(MatrixView<double>, const KMeansOptions&);
-template KMeansResult<float> fit<float>(RowSource<float>&, const KMeansOptions&);
-template KMeansResult<double> fit<double>(RowSource<double>&, const KMeansOptions&);
+template KMeansResult<float> fit<float>(MatrixView<float>, const KMeansOptions&, Comm);
+template KMeansResult<double> fit<double>(MatrixView<double>, const KMeansOptions&, Comm);
+template KMeansResult<float> fit<float>(RowSource<float>&, const KMeansOptions&, Comm);
+template KMeansResult<double> fit<double>(RowSource<double>&, const KMeansOptions&, Comm);
 
 }  // namespace flashkm::mpi

@@ -1,5 +1,6 @@
 // Run under mpirun with 1-4 ranks: the MPI fit equals the single-process fit of the same rows.
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include <cmath>
 #include <cstring>
@@ -153,6 +154,42 @@ TEST(Mpi, BadWeightsOnOneRankStopEveryRank) {
   opt.n_clusters = 2;
   opt.sample_weight = w;
   EXPECT_THROW(mpi::fit(s.view(), opt), InvalidData);
+}
+
+// A communicator other than MPI_COMM_WORLD (as mpi4py's callers pass): the ranks split into
+// two halves (even and odd), each half clusters its own copy of the data over its own
+// communicator, and each equals the single-process fit. With one rank the "half" is everyone.
+TEST(Mpi, SubCommunicatorFitsOverItsOwnRanks) {
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, mpi::rank() % 2, mpi::rank(), &half);
+  const mpi::Comm comm{MPI_Comm_c2f(half)};
+  int half_size = 0;
+  MPI_Comm_size(half, &half_size);
+  EXPECT_EQ(mpi::size(comm), half_size);
+  // Different data in each half: a collective that leaked onto MPI_COMM_WORLD would mix them
+  // (or hang, which the test's timeout reports).
+  const std::uint64_t seed = 7 + static_cast<std::uint64_t>(mpi::rank() % 2);
+  Shard<double> s{blobs<double>(5003, 6, 5, seed, 3.0, 20.0), 5003, 6, 0, 0};
+  std::tie(s.first, s.last) = mpi::shard_range(s.n, comm);
+  KMeansOptions opt;
+  opt.n_clusters = 5;
+  opt.init = InitMethod::kRandom;
+  opt.seed = 3;
+  opt.n_threads = 1;
+  const KMeansResult<double> single = fit(MatrixView<double>(s.all.data(), s.n, s.d), opt);
+  const KMeansResult<double> dist = mpi::fit(s.view(), opt, comm);
+  EXPECT_EQ(single.n_iter, dist.n_iter);
+  EXPECT_NEAR(single.inertia, dist.inertia, 1e-10 * std::abs(single.inertia));
+  const std::vector<std::int32_t> mine(single.labels.begin() + static_cast<std::ptrdiff_t>(s.first),
+                                       single.labels.begin() + static_cast<std::ptrdiff_t>(s.last));
+  EXPECT_EQ(mine, dist.labels);
+  const std::vector<std::int32_t> gathered = mpi::gather_to_root(dist.labels, comm);
+  if (mpi::rank(comm) == 0) EXPECT_EQ(gathered, single.labels);
+  // Errors are agreed over the sub-communicator too.
+  EXPECT_THROW(mpi::collectively([&] { if (mpi::rank(comm) == half_size - 1) throw InvalidData("the last rank fails"); },
+                                 comm),
+               InvalidData);
+  MPI_Comm_free(&half);
 }
 
 }  // namespace
