@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from . import _core
+from ._arrays import as_numpy
 
 
 def batch_kmeans(X, n_clusters, *, metric="euclidean", init="k-means++", max_iter=100,
@@ -21,7 +22,9 @@ def batch_kmeans(X, n_clusters, *, metric="euclidean", init="k-means++", max_ite
     ----------
     X : array-like of shape (B, N, D)
         float32 and float64 are kept (a C-contiguous array is used in place, anything else is
-        converted once); other dtypes become float64.
+        converted once); float16 and bfloat16 become float32 (one widened copy), other dtypes
+        float64. Any CPU array that speaks DLPack (a torch tensor, a JAX array) is read in
+        place, and labels and centroids come back as arrays of its library.
     n_clusters : int
         K, with 1 <= K <= N.
     metric : {'euclidean', 'cosine', 'dot'}, default='euclidean'
@@ -38,18 +41,21 @@ def batch_kmeans(X, n_clusters, *, metric="euclidean", init="k-means++", max_ite
 
     Returns
     -------
-    labels : ndarray of shape (B, N), int32
-    centroids : ndarray of shape (B, K, D), X's float dtype
-    info : dict of per-member arrays: 'inertia' (B,) float64, 'n_iter' (B,) int32,
+    labels : ndarray of shape (B, N), int32 (X's kind of array)
+    centroids : ndarray of shape (B, K, D), X's float dtype (float32 for 16-bit X), X's kind
+        of array
+    info : dict of per-member numpy arrays: 'inertia' (B,) float64, 'n_iter' (B,) int32,
         'converged' (B,) bool
     """
     if not isinstance(metric, str):
         raise ValueError(f"metric must be a string, got {metric!r}")
     if metric not in ("euclidean", "cosine", "dot"):
         raise ValueError(f"metric must be 'euclidean', 'cosine' or 'dot', got {metric!r}")
+    X, back = as_numpy(X)
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
+        half = X.dtype == np.float16 or X.dtype.name == "bfloat16"  # the engine's type for them
+        X = X.astype(np.float32 if half else np.float64)
     X = np.ascontiguousarray(X)
     if X.ndim != 3:
         raise ValueError(f"X must be a 3-D array (batch, n_samples, n_features), got shape {X.shape}")
@@ -71,7 +77,7 @@ def batch_kmeans(X, n_clusters, *, metric="euclidean", init="k-means++", max_ite
         kind = init
     else:
         kind = "explicit"
-        centers = np.ascontiguousarray(np.asarray(init, dtype=X.dtype))
+        centers = np.ascontiguousarray(np.asarray(as_numpy(init, "init")[0], dtype=X.dtype))
         expected = (X.shape[0], n_clusters, X.shape[2])
         if centers.shape != expected:
             raise ValueError(f"The shape of the initial centers {centers.shape} does not match "
@@ -86,4 +92,7 @@ def batch_kmeans(X, n_clusters, *, metric="euclidean", init="k-means++", max_ite
         "n_iter": res["n_iter"],
         "converged": np.array(res["converged"], dtype=bool),
     }
-    return res["labels"], res["centroids"], info
+    labels, centroids = res["labels"], res["centroids"]
+    if back is not None:
+        labels, centroids = back(labels), back(centroids)
+    return labels, centroids, info

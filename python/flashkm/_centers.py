@@ -1,14 +1,20 @@
 """What KMeans and MiniBatchKMeans share once fitted: centers queried through the engine."""
 
 import numpy as np
+from sklearn.base import TransformerMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _core
+from ._arrays import accepts_dlpack
 
 
-class _CentersMixin:
+class _CentersMixin(TransformerMixin):
     """predict / transform / score against ``cluster_centers_`` in ``self.metric`` on the
-    flashkm kernels, with ``n_threads``; float32 stays float32 and float64 stays float64."""
+    flashkm kernels, with ``n_threads``; float32 stays float32 and float64 stays float64.
+
+    A TransformerMixin, so that scikit-learn wraps transform and fit_transform, defined here,
+    for ``set_output``. X may be any CPU array that speaks DLPack (a torch tensor: labels and
+    distances come back as torch tensors)."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -34,24 +40,32 @@ class _CentersMixin:
         # The engine takes one float type: X in the centroids' type (converted once if needed).
         return np.ascontiguousarray(X, dtype=self.cluster_centers_.dtype)
 
+    @accepts_dlpack
     def predict(self, X):
         """Index of the closest cluster center for each sample."""
         X = self._test_data(X)
         return _core.predict(X, self.cluster_centers_, self._threads(), "", self.metric)
 
+    @accepts_dlpack
     def transform(self, X):
         """Distances of X to every cluster center (n_samples, n_clusters).
 
         Euclidean distances; with metric='cosine' the cosine distances 1 - cos(x, c), with
         metric='dot' the negated inner products -x.c (smaller is closer in every case).
         """
+        return self._transform(X)
+
+    def _transform(self, X):
+        # Unwrapped by set_output, so that fit_transform's output is wrapped once.
         X = self._test_data(X)
         return _core.transform(X, self.cluster_centers_, self._threads(), "", self.metric)
 
+    @accepts_dlpack
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fit, then transform X."""
-        return self.fit(X, sample_weight=sample_weight).transform(X)
+        return self.fit(X, sample_weight=sample_weight)._transform(X)
 
+    @accepts_dlpack
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the (weighted) inertia: sum of squared distances to the closest centers
         (metric='cosine': sum of 1 - cos; metric='dot': minus the sum of x.c)."""

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
+from ._arrays import accepts_dlpack
 from ._centers import _CentersMixin
 
 
@@ -193,6 +194,7 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         return report
 
     # -- scikit-learn API ----------------------------------------------------------------
+    @accepts_dlpack
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Compute k-means clustering of X (n_samples, n_features).
@@ -256,6 +258,7 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         self._n_features_out = self.cluster_centers_.shape[0]
         return self
 
+    @accepts_dlpack
     def predict(self, X):
         """Index of the closest cluster center for each sample (16-bit X without a copy)."""
         half = _half_kind(X)
@@ -267,6 +270,7 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
                                       self._threads(), "", self.metric)
         return super().predict(X)
 
+    @accepts_dlpack
     def fit_predict(self, X, y=None, sample_weight=None):
         """Compute cluster centers and predict the cluster index of each sample."""
         return self.fit(X, sample_weight=sample_weight).labels_

@@ -16,6 +16,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
+from ._arrays import accepts_dlpack
 from ._centers import _CentersMixin
 
 # Multiply-adds (rows x clusters x features) that repay starting one more kernel thread.
@@ -316,6 +317,7 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         return False
 
     # -- scikit-learn API ----------------------------------------------------------------
+    @accepts_dlpack
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Compute the centers of X (n_samples, n_features) from mini-batches.
@@ -386,6 +388,7 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
             self.inertia_ = float(ewa * total_weight)
         return self
 
+    @accepts_dlpack
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None, sample_weight=None):
         """One mini-batch step on X (initialising on X first when not yet fitted)."""
@@ -413,6 +416,7 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         self._n_features_out = self.n_clusters
         return self
 
+    @accepts_dlpack
     def fit_predict(self, X, y=None, sample_weight=None):
         """Compute the centers and the cluster index of each sample."""
         self.fit(X, sample_weight=sample_weight)

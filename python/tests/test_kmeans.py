@@ -23,9 +23,12 @@ def blobs(n=20000, d=32, k=30, dtype=np.float64, seed=1):
     return X.astype(dtype)
 
 
-def test_check_estimator():
-    check_estimator(
+def test_check_estimator(monkeypatch):
+    # Array API dispatch on, so that check_array_api_input runs too: no check is skipped.
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    results = check_estimator(
         flashkm.KMeans(),
+        on_skip=None,
         expected_failed_checks={
             # The same expected failure scikit-learn declares for its own KMeans: the
             # initialisation samples points in data order, so repeating or dropping rows
@@ -34,6 +37,7 @@ def test_check_estimator():
                 "sample_weight is not equivalent to removing/repeating samples.",
         },
     )
+    assert not [r["check_name"] for r in results if r["status"] == "skipped"]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -21,9 +21,12 @@ def initial_centers(X, k, seed=0):
     return X[np.random.default_rng(seed).choice(len(X), k, replace=False)].copy()
 
 
-def test_check_estimator():
-    check_estimator(
+def test_check_estimator(monkeypatch):
+    # Array API dispatch on, so that check_array_api_input runs too: no check is skipped.
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    results = check_estimator(
         flashkm.MiniBatchKMeans(),
+        on_skip=None,
         expected_failed_checks={
             # The same expected failure scikit-learn declares for its own MiniBatchKMeans
             # (PER_ESTIMATOR_XFAIL_CHECKS): batches are drawn at random, so repeating or
@@ -32,6 +35,7 @@ def test_check_estimator():
                 "sample_weight is not equivalent to removing/repeating samples.",
         },
     )
+    assert not [r["check_name"] for r in results if r["status"] == "skipped"]
 
 
 # From the same initial centers and random_state the batches, reassignments and stopping step
