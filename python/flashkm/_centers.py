@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import _core
+from . import _sparse
 from ._arrays import accepts_dlpack
 
 
@@ -19,14 +19,16 @@ class _CentersMixin(TransformerMixin):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.input_tags.sparse = True
         return tags
 
     def _threads(self):
         return 0 if self.n_threads is None else int(self.n_threads)
 
     def _validate_data(self, X, reset):
+        # SciPy sparse input: CSR (other formats converted once), kept sparse.
         return validate_data(self, X, dtype=[np.float64, np.float32], order="C",
-                             accept_sparse=False, reset=reset)
+                             accept_sparse="csr", reset=reset)
 
     @staticmethod
     def _weights(sample_weight, X):
@@ -38,13 +40,13 @@ class _CentersMixin(TransformerMixin):
         check_is_fitted(self)
         X = self._validate_data(X, reset=False)
         # The engine takes one float type: X in the centroids' type (converted once if needed).
-        return np.ascontiguousarray(X, dtype=self.cluster_centers_.dtype)
+        return _sparse.astype(X, self.cluster_centers_.dtype)
 
     @accepts_dlpack
     def predict(self, X):
         """Index of the closest cluster center for each sample."""
         X = self._test_data(X)
-        return _core.predict(X, self.cluster_centers_, self._threads(), "", self.metric)
+        return _sparse.predict(X, self.cluster_centers_, self._threads(), "", self.metric)
 
     @accepts_dlpack
     def transform(self, X):
@@ -58,7 +60,7 @@ class _CentersMixin(TransformerMixin):
     def _transform(self, X):
         # Unwrapped by set_output, so that fit_transform's output is wrapped once.
         X = self._test_data(X)
-        return _core.transform(X, self.cluster_centers_, self._threads(), "", self.metric)
+        return _sparse.transform(X, self.cluster_centers_, self._threads(), "", self.metric)
 
     @accepts_dlpack
     def fit_transform(self, X, y=None, sample_weight=None):
@@ -71,4 +73,4 @@ class _CentersMixin(TransformerMixin):
         (metric='cosine': sum of 1 - cos; metric='dot': minus the sum of x.c)."""
         X = self._test_data(X)
         sw = None if sample_weight is None else self._weights(sample_weight, X)
-        return float(_core.score(X, self.cluster_centers_, sw, self._threads(), "", self.metric))
+        return float(_sparse.score(X, self.cluster_centers_, sw, self._threads(), "", self.metric))

@@ -331,6 +331,116 @@ nb::tuple kmeans_plusplus(const Matrix<T>& X, std::size_t n_clusters, std::optio
   return nb::make_tuple(to_numpy(std::move(r.centers), {n_clusters, d}), to_numpy(std::move(r.indices), {n_clusters}));
 }
 
+// Sparse CSR rows (SciPy's data, indices, indptr; the Python layer gives int32 indices and
+// int64 indptr), used in place.
+template <class T>
+using Values = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using Indices = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using Offsets = nb::ndarray<const std::int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+template <class T>
+flashkm::CsrView<T> csr_view(const Values<T>& data, const Indices& indices, const Offsets& indptr, std::size_t cols) {
+  if (indptr.shape(0) == 0) throw flashkm::InvalidArgument("indptr is empty");
+  const std::size_t rows = indptr.shape(0) - 1;
+  const std::int64_t* off = indptr.data();
+  if (off[0] < 0 || off[rows] < off[0] || static_cast<std::size_t>(off[rows]) > data.shape(0) ||
+      data.shape(0) != indices.shape(0)) {
+    throw flashkm::InvalidArgument("indptr, indices and data do not agree: indptr ends at " + std::to_string(off[rows]) +
+                                   ", data holds " + std::to_string(data.shape(0)) + " values and indices " +
+                                   std::to_string(indices.shape(0)));
+  }
+  return {data.data(), indices.data(), off, rows, cols};
+}
+
+template <class T>
+nb::dict fit_sparse(const Values<T>& data, const Indices& indices, const Offsets& indptr, std::size_t cols,
+                    std::size_t n_clusters, const std::string& init, std::optional<Matrix<T>> init_centroids,
+                    int n_init, int max_iter, double tol, std::uint64_t seed, int n_threads,
+                    std::optional<Weights> sample_weight, std::optional<nb::callable> callback,
+                    const std::string& target, const std::string& metric, std::optional<nb::callable> seed_callback) {
+  const flashkm::CsrView<T> X = csr_view(data, indices, indptr, cols);
+  flashkm::KMeansOptions o = kmeans_options<T>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
+                                               n_threads, sample_weight, target, metric);
+  o.callback = python_callback(callback);
+  o.seed_callback = python_seed_callback(seed_callback);
+  flashkm::KMeansResult<T> r;
+  {
+    nb::gil_scoped_release release;
+    r = flashkm::fit(X, o);
+  }
+  return result_dict(std::move(r));
+}
+
+template <class T>
+nb::tuple kmeans_plusplus_sparse(const Values<T>& data, const Indices& indices, const Offsets& indptr,
+                                 std::size_t cols, std::size_t n_clusters, std::optional<Weights> sample_weight,
+                                 std::uint64_t seed, std::size_t n_local_trials, int n_threads) {
+  const flashkm::CsrView<T> X = csr_view(data, indices, indptr, cols);
+  flashkm::KMeansOptions o;
+  o.seed = seed;
+  o.n_threads = n_threads;
+  o.sample_weight = weights_span(sample_weight);
+  flashkm::SeedResult<T> r;
+  {
+    nb::gil_scoped_release release;
+    r = flashkm::kmeans_plusplus(X, n_clusters, o, n_local_trials);
+  }
+  return nb::make_tuple(to_numpy(std::move(r.centers), {n_clusters, cols}), to_numpy(std::move(r.indices), {n_clusters}));
+}
+
+template <class T>
+nb::ndarray<nb::numpy, std::int32_t> predict_sparse(const Values<T>& data, const Indices& indices,
+                                                     const Offsets& indptr, std::size_t cols, const Matrix<T>& C,
+                                                     int n_threads, const std::string& target,
+                                                     const std::string& metric) {
+  const flashkm::CsrView<T> X = csr_view(data, indices, indptr, cols);
+  std::vector<std::int32_t> labels;
+  {
+    nb::gil_scoped_release release;
+    labels = flashkm::predict(X, view(C), predict_options<T>(n_threads, target, std::nullopt, metric));
+  }
+  const std::size_t n = labels.size();
+  return to_numpy(std::move(labels), {n});
+}
+
+template <class T>
+nb::ndarray<nb::numpy, T> transform_sparse(const Values<T>& data, const Indices& indices, const Offsets& indptr,
+                                           std::size_t cols, const Matrix<T>& C, int n_threads,
+                                           const std::string& target, const std::string& metric) {
+  const flashkm::CsrView<T> X = csr_view(data, indices, indptr, cols);
+  std::vector<T> d;
+  {
+    nb::gil_scoped_release release;
+    d = flashkm::transform(X, view(C), predict_options<T>(n_threads, target, std::nullopt, metric));
+  }
+  return to_numpy(std::move(d), {X.rows, C.shape(0)});
+}
+
+template <class T>
+double score_sparse(const Values<T>& data, const Indices& indices, const Offsets& indptr, std::size_t cols,
+                    const Matrix<T>& C, std::optional<Weights> w, int n_threads, const std::string& target,
+                    const std::string& metric) {
+  const flashkm::CsrView<T> X = csr_view(data, indices, indptr, cols);
+  nb::gil_scoped_release release;
+  return flashkm::score(X, view(C), predict_options<T>(n_threads, target, w, metric));
+}
+
+template <class T>
+void bind_sparse(nb::module_& m) {
+  m.def("fit_sparse", &fit_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a, "n_clusters"_a, "init"_a,
+        "init_centroids"_a.none(), "n_init"_a, "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a,
+        "sample_weight"_a.none(), "callback"_a.none(), "target"_a, "metric"_a = "euclidean",
+        "seed_callback"_a.none() = nb::none());
+  m.def("kmeans_plusplus_sparse", &kmeans_plusplus_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a,
+        "n_clusters"_a, "sample_weight"_a.none(), "seed"_a, "n_local_trials"_a, "n_threads"_a);
+  m.def("predict_sparse", &predict_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a, "centroids"_a,
+        "n_threads"_a, "target"_a, "metric"_a = "euclidean");
+  m.def("transform_sparse", &transform_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a, "centroids"_a,
+        "n_threads"_a, "target"_a, "metric"_a = "euclidean");
+  m.def("score_sparse", &score_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a, "centroids"_a,
+        "sample_weight"_a.none(), "n_threads"_a, "target"_a, "metric"_a = "euclidean");
+}
+
 template <class T>
 void bind_dtype(nb::module_& m) {
   m.def("fit", &fit<T>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
@@ -359,6 +469,8 @@ NB_MODULE(_core, m) {
   });
   bind_dtype<float>(m);
   bind_dtype<double>(m);
+  bind_sparse<float>(m);
+  bind_sparse<double>(m);
   m.def("batch_fit", &batch_fit<float>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(),
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "metric"_a = "euclidean");
   m.def("batch_fit", &batch_fit<double>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(),

@@ -15,7 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _core
+from . import _core, _sparse
 from ._arrays import accepts_dlpack
 from ._centers import _CentersMixin
 
@@ -201,6 +201,8 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
 
         float16 and bfloat16 (ml_dtypes) arrays are clustered without a widened copy: rows are
         converted to float32 a chunk at a time inside the engine; cluster_centers_ is float32.
+        SciPy sparse matrices are clustered as CSR without densifying them (sparse FlashAssign;
+        rows are not centred and prune does not apply).
         """
         half = _half_kind(X)
         X16 = None
@@ -224,7 +226,7 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
             if half:
                 return _core.fit_half(X16.view(np.uint16), half, self.n_clusters, init, centers,
                                       n_init=n_init, seed=seed, **common)
-            return _core.fit(X, self.n_clusters, init, centers, n_init=n_init, seed=seed, **common)
+            return _sparse.fit(X, self.n_clusters, init, centers, n_init=n_init, seed=seed, **common)
 
         if isinstance(self.init, str):
             seed = int(rs.randint(np.iinfo(np.int32).max))

@@ -15,7 +15,7 @@ from sklearn.base import (
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from . import _core
+from . import _sparse
 from ._arrays import accepts_dlpack
 from ._centers import _CentersMixin
 
@@ -185,7 +185,7 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         if self.tol == 0 or self.metric == "cosine":
             self._tol = float(self.tol)
         else:
-            self._tol = float(np.mean(np.var(X, axis=0, dtype=np.float64)) * self.tol)
+            self._tol = float(_sparse.mean_variance(X) * self.tol)
 
     def _unit_rows(self, C):
         """Cosine: rows scaled to unit length (all-zero rows stay zero); other metrics: as is."""
@@ -205,14 +205,14 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         if isinstance(self.init, str) and self.init == "k-means++":
             # As scikit-learn: the seeds themselves, no Lloyd step.
             seed = int(random_state.randint(np.iinfo(np.int32).max))
-            centers, _ = _core.kmeans_plusplus(X, self.n_clusters, np.ascontiguousarray(sample_weight), seed, 0,
+            centers, _ = _sparse.kmeans_plusplus(X, self.n_clusters, np.ascontiguousarray(sample_weight), seed, 0,
                                                self._batch_threads(*X.shape))
             return np.ascontiguousarray(self._unit_rows(centers), dtype=X.dtype)
         if isinstance(self.init, str) and self.init == "random":
             # scikit-learn's draw: distinct rows with probability proportional to their weight.
             seeds = random_state.choice(X.shape[0], size=self.n_clusters, replace=False,
                                         p=sample_weight / sample_weight.sum())
-            return np.ascontiguousarray(self._unit_rows(X[seeds]), dtype=X.dtype)
+            return np.ascontiguousarray(self._unit_rows(_sparse.rows_dense(X[seeds])), dtype=X.dtype)
         if callable(self.init):
             centers = self.init(X, self.n_clusters, random_state=random_state)
         else:
@@ -242,15 +242,13 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         inertia against the centers before the update.
         """
         threads = self._batch_threads(*X.shape)
-        labels = _core.predict(X, centers, threads, "", self.metric)
-        inertia = -_core.score(X, centers, sample_weight, threads, "", self.metric)
+        labels = _sparse.predict(X, centers, threads, "", self.metric)
+        inertia = -_sparse.score(X, centers, sample_weight, threads, "", self.metric)
 
         rows, w = X, sample_weight
         if self.metric == "cosine":
             # Spherical k-means: normalised rows enter the means; zero rows pull nothing.
-            norms = np.linalg.norm(X, axis=1)
-            nz = norms > 0
-            rows = X / np.where(nz, norms, 1.0)[:, None]
+            rows, nz = _sparse.unit_rows(X)
             w = np.where(nz, sample_weight, 0.0)
         # Segment sums over the labels sorted once: deterministic, float64 accumulation.
         order = np.argsort(labels, kind="stable")
@@ -259,7 +257,7 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         hit = sorted_labels[starts]
         ws = w[order]
         wsum = np.add.reduceat(ws, starts)
-        sums = np.add.reduceat(rows[order] * ws[:, None], starts, axis=0, dtype=np.float64)
+        sums = _sparse.segment_sums(rows, order, starts, ws)
         moved = wsum > 0
         hit, wsum, sums = hit[moved], wsum[moved], sums[moved]
         counts = self._counts[hit] + wsum
@@ -277,7 +275,7 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
                 picked = random_state.choice(X.shape[0], replace=False, size=n_reassigns)
                 if self.verbose:
                     print(f"[MiniBatchKMeans] Reassigning {n_reassigns} cluster centers.")
-                centers[to_reassign] = self._unit_rows(X[picked])
+                centers[to_reassign] = self._unit_rows(_sparse.rows_dense(X[picked]))
             # Not back to zero, so that they are not reassigned at once (scikit-learn's rule;
             # it also sets their learning rate).
             self._counts[to_reassign] = np.min(self._counts[~to_reassign])
@@ -342,7 +340,7 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
                 print(f"Init {init_idx + 1}/{self._n_init} with method {self.init}")
             candidate = self._init_centroids(X, sample_weight, random_state)
             threads_valid = self._batch_threads(*X_valid.shape)
-            inertia = -_core.score(X_valid, candidate, sw_valid, threads_valid, "", self.metric)
+            inertia = -_sparse.score(X_valid, candidate, sw_valid, threads_valid, "", self.metric)
             if self.verbose:
                 print(f"Inertia for init {init_idx + 1}/{self._n_init}: {inertia}")
             if best_inertia is None or inertia < best_inertia:
@@ -378,8 +376,8 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         self.n_steps_ = i + 1
         self.n_iter_ = int(np.ceil((i + 1) * self._batch_size / n_samples))
         if self.compute_labels:
-            self.labels_ = _core.predict(X, centers, threads, "", self.metric)
-            self.inertia_ = -float(_core.score(X, centers, sample_weight, threads, "", self.metric))
+            self.labels_ = _sparse.predict(X, centers, threads, "", self.metric)
+            self.inertia_ = -float(_sparse.score(X, centers, sample_weight, threads, "", self.metric))
         else:
             # A single step leaves no smoothed value: its own mean batch inertia stands in.
             ewa = self._ewa_inertia
@@ -404,14 +402,14 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
             self._counts = np.zeros(self.n_clusters, dtype=np.float64)
             self._n_since_last_reassign = 0
         # The centers keep the type of the first data; later chunks are converted to it.
-        X = np.ascontiguousarray(X, dtype=self.cluster_centers_.dtype)
+        X = _sparse.astype(X, self.cluster_centers_.dtype)
         self._step(X, sample_weight, self.cluster_centers_, self._random_state,
                    self._random_reassign())
         if self.compute_labels:
             threads = self._threads()
-            self.labels_ = _core.predict(X, self.cluster_centers_, threads, "", self.metric)
+            self.labels_ = _sparse.predict(X, self.cluster_centers_, threads, "", self.metric)
             self.inertia_ = -float(
-                _core.score(X, self.cluster_centers_, sample_weight, threads, "", self.metric))
+                _sparse.score(X, self.cluster_centers_, sample_weight, threads, "", self.metric))
         self.n_steps_ += 1
         self._n_features_out = self.n_clusters
         return self

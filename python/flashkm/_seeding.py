@@ -3,12 +3,11 @@
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.validation import _check_sample_weight
 
-from . import _core
+from . import _sparse
 
 
 @validate_params(
@@ -35,7 +34,8 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, x_squared_norms=None, 
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features), float32 or float64
+    X : array-like or sparse matrix of shape (n_samples, n_features), float32 or float64
+        A sparse matrix is seeded as CSR, without densifying it.
     n_clusters : int
     sample_weight : array-like of shape (n_samples,), default=None
     x_squared_norms : array-like of shape (n_samples,), default=None
@@ -49,14 +49,11 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, x_squared_norms=None, 
     Returns
     -------
     centers : ndarray of shape (n_clusters, n_features), X's dtype
-        Copies of the chosen rows.
+        Copies of the chosen rows (dense).
     indices : ndarray of shape (n_clusters,), int64
         The chosen rows, in the order they were chosen.
     """
-    if sp.issparse(X):
-        raise TypeError("flashkm.kmeans_plusplus does not take sparse input yet; pass a dense array "
-                        "(X.toarray()) or use sklearn.cluster.kmeans_plusplus")
-    X = check_array(X, dtype=[np.float64, np.float32], order="C")
+    X = check_array(X, accept_sparse="csr", dtype=[np.float64, np.float32], order="C")
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     if X.shape[0] < n_clusters:
         raise ValueError(f"n_samples={X.shape[0]} should be >= n_clusters={n_clusters}.")
@@ -68,6 +65,6 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, x_squared_norms=None, 
                 f"be equal to the length of n_samples {X.shape[0]}.")
     random_state = check_random_state(random_state)
     seed = int(random_state.randint(np.iinfo(np.int32).max))
-    return _core.kmeans_plusplus(X, int(n_clusters), np.ascontiguousarray(sample_weight), seed,
+    return _sparse.kmeans_plusplus(X, int(n_clusters), np.ascontiguousarray(sample_weight), seed,
                                  0 if n_local_trials is None else int(n_local_trials),
                                  0 if n_threads is None else int(n_threads))

@@ -35,6 +35,8 @@ def test_check_estimator(monkeypatch):
             # changes which points are drawn.
             "check_sample_weight_equivalence_on_dense_data":
                 "sample_weight is not equivalent to removing/repeating samples.",
+            "check_sample_weight_equivalence_on_sparse_data":
+                "sample_weight is not equivalent to removing/repeating samples.",
         },
     )
     assert not [r["check_name"] for r in results if r["status"] == "skipped"]

@@ -93,9 +93,13 @@ def test_negative_weights_are_refused():
         flashkm.kmeans_plusplus(X, 3, sample_weight=-np.ones(len(X)))
 
 
-def test_sparse_input_is_refused_by_name():
-    with pytest.raises(TypeError, match="sparse"):
-        flashkm.kmeans_plusplus(sp.csr_matrix(blobs(n=50)), 3)
+def test_sparse_input_gives_the_dense_seeds():
+    # The same draws from the same distances (to rounding): the same rows on blob data.
+    X = blobs(n=500)
+    c, i = flashkm.kmeans_plusplus(sp.csr_matrix(X), 5, random_state=3)
+    cd, id_ = flashkm.kmeans_plusplus(X, 5, random_state=3)
+    np.testing.assert_array_equal(i, id_)
+    np.testing.assert_array_equal(c, cd)
 
 
 def test_kmeans_parallel_init():
