@@ -66,7 +66,7 @@ int ranks_on_this_node(Comm comm = {});
 /// inertia, n_iter and history; labels are those of the rank's own shard. Assignment is local;
 /// per-cluster sums and weights, inertia and label changes are summed over the ranks once per
 /// iteration (a reduce to rank 0 and a broadcast, so that every rank gets the same bits)
-/// (K*D + K + 2 doubles); empty clusters take the globally farthest points. Initialisation:
+/// (K*D + K + 3 doubles); empty clusters take the globally farthest points. Initialisation:
 /// `random` draws exactly the rows a single process would; k-means++ runs on a sample of at most
 /// max(64 K, 65536) rows gathered from all ranks (all rows when N is at most that, giving the
 /// single-process centres). Results equal the single-process fit up to float64 rounding of the

@@ -1,0 +1,44 @@
+"""Run by test_mpi.py under mpirun: each rank fits its share of one data set with flashkm.mpi.KMeans
+and saves what it got to OUT/rank<R>.npz (or the error it raised to OUT/rank<R>.err)."""
+import os
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from flashkm.mpi import KMeans
+
+out = sys.argv[1]
+world = MPI.COMM_WORLD
+rank, size = world.Get_rank(), world.Get_size()
+
+
+def run(case):
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(4001, 7)) + 10 * rng.integers(0, 6, size=(4001, 1))).astype(np.float64)
+    w = rng.uniform(0.5, 2.0, size=4001)
+    comm, members = world, size
+    if case == "halves":  # two communicators, even and odd ranks, clustering different data
+        comm = world.Split(rank % 2, rank)
+        members = comm.Get_size()
+        X = X + 100.0 * (rank % 2)
+    me = comm.Get_rank()
+    lo, hi = len(X) * me // members, len(X) * (me + 1) // members
+    mine, w_mine = X[lo:hi].copy(), w[lo:hi]
+    if case == "nan" and rank == size - 1:
+        mine[0, 3] = np.nan
+    if case == "columns" and rank == 0:
+        mine = mine[:, :5]
+    try:
+        init = {"random": "random", "array": X[[3, 500, 1000, 2000, 3000, 4000]]}.get(case, "k-means++")
+        km = KMeans(n_clusters=6, init=init, n_init=1, random_state=11, n_threads=1,
+                    comm=None if case != "halves" else comm).fit(mine, sample_weight=w_mine)
+        np.savez(os.path.join(out, f"{case}-rank{rank}.npz"), centers=km.cluster_centers_, labels=km.labels_,
+                 inertia=km.inertia_, n_iter=km.n_iter_, predicted=km.predict(mine))
+    except Exception as e:  # the test checks that every rank raised
+        with open(os.path.join(out, f"{case}-rank{rank}.err"), "w") as f:
+            f.write(f"{type(e).__name__}: {e}")
+
+
+for case in sys.argv[2].split(","):
+    run(case)

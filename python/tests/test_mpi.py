@@ -1,0 +1,90 @@
+"""flashkm.mpi.KMeans under mpirun (mpi4py): 1-4 ranks give the one-process answer; errors
+reach every rank; a communicator other than COMM_WORLD is honoured."""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from flashkm import KMeans
+
+WORKER = os.path.join(os.path.dirname(__file__), "mpi_worker.py")
+MPIRUN = shutil.which("mpirun")
+
+
+def run(tmp_path, ranks, cases):
+    """Runs the worker on `ranks` ranks over the comma-separated cases; {case: (results, errors)}."""
+    out = tmp_path / f"{ranks}"
+    out.mkdir()
+    cmd = [MPIRUN, "--oversubscribe", "-np", str(ranks), "-x", "OMP_NUM_THREADS=1"]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    p = subprocess.run(cmd + [sys.executable, WORKER, str(out), cases], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = {}
+    for case in cases.split(","):
+        results, errors = {}, {}
+        for r in range(ranks):
+            if (out / f"{case}-rank{r}.npz").exists():
+                results[r] = dict(np.load(out / f"{case}-rank{r}.npz"))
+            if (out / f"{case}-rank{r}.err").exists():
+                errors[r] = (out / f"{case}-rank{r}.err").read_text()
+        got[case] = (results, errors)
+    return got
+
+
+def data(shift=0.0):
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(4001, 7)) + 10 * rng.integers(0, 6, size=(4001, 1))).astype(np.float64)
+    return X + shift, rng.uniform(0.5, 2.0, size=4001)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+def test_ranks_give_the_one_process_answer(tmp_path, ranks):
+    cases = ["random", "array", "k-means++"]
+    got = run(tmp_path, ranks, ",".join(cases))
+    for case in cases:
+        check_one_process_answer(case, ranks, *got[case])
+
+
+def check_one_process_answer(case, ranks, results, errors):
+    X, w = data()
+    init = {"random": "random", "array": X[[3, 500, 1000, 2000, 3000, 4000]]}.get(case, "k-means++")
+    # n_init=1: with several runs, two of (nearly) equal inertia may be a genuine tie that float64
+    # rounding of the sums decides either way.
+    one = KMeans(n_clusters=6, init=init, n_init=1, random_state=11, n_threads=1).fit(X, sample_weight=w)
+    assert not errors and len(results) == ranks, (case, errors)
+    labels = np.concatenate([results[r]["labels"] for r in range(ranks)])
+    np.testing.assert_array_equal(labels, one.labels_)
+    for r in range(ranks):
+        res = results[r]
+        # The same model on every rank, bitwise, and the one-process model up to float64 rounding.
+        np.testing.assert_array_equal(res["centers"], results[0]["centers"])
+        np.testing.assert_allclose(res["centers"], one.cluster_centers_, rtol=1e-12, atol=1e-12)
+        assert int(res["n_iter"]) == one.n_iter_
+        assert float(res["inertia"]) == pytest.approx(one.inertia_, rel=1e-12)
+        np.testing.assert_array_equal(res["predicted"], res["labels"])
+
+
+def test_sub_communicators_and_errors_reach_every_rank(tmp_path):
+    got = run(tmp_path, 4, "halves,nan,columns")
+    results, errors = got["halves"]
+    assert not errors
+    for color in (0, 1):
+        X, w = data(100.0 * color)
+        one = KMeans(n_clusters=6, init="k-means++", random_state=11, n_threads=1).fit(X, sample_weight=w)
+        ranks = [r for r in range(4) if r % 2 == color]
+        labels = np.concatenate([results[r]["labels"] for r in ranks])
+        np.testing.assert_array_equal(labels, one.labels_)
+        for r in ranks:
+            np.testing.assert_allclose(results[r]["centers"], one.cluster_centers_, rtol=1e-12, atol=1e-12)
+
+    for case, fragment in (("nan", "NaN"), ("columns", "column")):
+        results, errors = got[case]
+        assert not results
+        assert sorted(errors) == [0, 1, 2, 3]
+        for r, text in errors.items():
+            assert text.startswith("ValueError"), text
+            assert fragment.lower() in text.lower(), text
