@@ -385,7 +385,8 @@ Command add_fit(CLI::App& app) {
   cmd->add_option("--labels", a->labels, "also write each row's cluster (.npy, int32)");
   cmd->add_option("--init", a->init,
                   "k-means++, k-means|| (faster for large K: 5 rounds of about 2K rows, then k-means++ "
-                  "on them), random, or a .npy file of K x D initial centroids")
+                  "on them), random, or a file of K x D initial centroids (any input format; (B, K, D) for a "
+                  "batch)")
       ->capture_default_str();
   cmd->add_option("--n-init", a->n_init, "runs from different seeds; the lowest inertia wins")->capture_default_str();
   cmd->add_option("--max-iter", a->max_iter, "Lloyd iterations per run at most")->capture_default_str();
@@ -397,7 +398,8 @@ Command add_fit(CLI::App& app) {
   cmd->add_option("--weights", a->weights, "per-row sample weights (.npy, 1-D, rows values)");
   cmd->add_option("--memory-limit", a->memory_limit,
                   "stream the input when it does not fit in SIZE (e.g. 512M, 4G; default: half the "
-                  "available memory); streamed results are bitwise those in memory");
+                  "available memory, shared by the ranks of a node under --distributed); streamed "
+                  "results are bitwise those in memory");
   cmd->add_option("--dim", a->dim, "row length of a raw float32 file");
   cmd->add_option("--report", a->report, "write a self-contained HTML report (inertia curve, cluster sizes)");
   cmd->add_option("--target", a->target, "force a SIMD target (see `flashkm info --targets`)");

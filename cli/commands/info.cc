@@ -122,7 +122,7 @@ Command add_info(CLI::App& app) {
   cmd->add_option("FILE", a->input, "data file");
   cmd->add_option("--dim", a->dim, "row length of a raw float32 file");
   cmd->add_flag("--json", a->json, "print JSON on stdout");
-  cmd->add_flag("--targets", a->targets, "list the SIMD targets this CPU can run, best first");
+  cmd->add_flag("--targets", a->targets, "list the SIMD targets this CPU can run, best first (--json adds those for 16-bit input)");
   Command c;
   c.app = cmd;
   c.run = [a](const Ranks&) { return cmd_info(*a); };

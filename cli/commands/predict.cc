@@ -104,7 +104,7 @@ Command add_predict(CLI::App& app) {
   auto a = std::make_shared<PredictArgs>();
   CLI::App* cmd = app.add_subcommand("predict", "Write the nearest centroid of every row of INPUT");
   cmd->add_option("INPUT", a->input, "data file")->required();
-  cmd->add_option("--centroids", a->centroids, "centroids (.npy, K x D)")->required();
+  cmd->add_option("--centroids", a->centroids, "centroids (K x D, any input format)")->required();
   cmd->add_option("-o,--output", a->output, "labels output (.npy, int32)")->required();
   cmd->add_option("--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--memory-limit", a->memory_limit, "stream the input when it does not fit in SIZE");

@@ -20,7 +20,7 @@ template <class T>
 KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options);
 
 /// The same on rows streamed from a RowSource (data larger than memory): one pass over the
-/// source per Lloyd iteration, two per k-means++ centre, and bitwise the result of fit() on
+/// source per Lloyd iteration, about one per k-means++ centre, and bitwise the result of fit() on
 /// the same rows in memory. Memory: O(N) for labels and distances plus what the source holds.
 template <class T>
 KMeansResult<T> fit(RowSource<T>& source, const KMeansOptions& options);
@@ -64,7 +64,8 @@ template <class T>
 std::vector<T> transform(MatrixView<T> X, MatrixView<T> centroids,
                          const PredictOptions& options = {});
 
-/// scikit-learn's score: minus the (weighted) sum of squared distances to the nearest centroid.
+/// scikit-learn's score: minus the (weighted) inertia in options.metric (Euclidean: the sum of
+/// squared distances to the nearest centroid; cosine: sum w (1 - cos); dot: -sum w x.c).
 template <class T>
 double score(MatrixView<T> X, MatrixView<T> centroids, const PredictOptions& options = {});
 

@@ -9,7 +9,7 @@ namespace flashkm {
 
 /// Rows delivered in consecutive chunks, one sequential pass at a time, plus random access to
 /// single rows. fit() and predict() accept a RowSource as well as a MatrixView; they make one
-/// pass per Lloyd iteration (and two per k-means++ centre), and give bitwise the same result
+/// pass per Lloyd iteration (and about one per k-means++ centre), and give bitwise the same result
 /// as on the whole matrix in memory, because every float64 reduction runs over fixed blocks
 /// of rows that never straddle two chunks (the `granule`).
 template <class T>
