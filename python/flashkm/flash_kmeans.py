@@ -34,7 +34,7 @@ from ._arrays import as_numpy
 
 __all__ = ["batch_kmeans_Euclid", "batch_kmeans_Cosine", "batch_kmeans_Dot"]
 
-_CHUNK_ROWS = 1 << 16  # rows per chunk of the float64 variance pass (bounded temporary memory)
+_CHUNK_ROWS = 1 << 13  # rows per chunk of the float64 passes over x (bounded temporary memory)
 
 
 def _inputs(x, n_clusters, max_iters, tol, init, init_centroids, random_state, n_threads):
@@ -49,7 +49,8 @@ def _inputs(x, n_clusters, max_iters, tol, init, init_centroids, random_state, n
     work = dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
     X = np.ascontiguousarray(X, dtype=work)
     B, N, D = X.shape
-    if not isinstance(n_clusters, numbers.Integral) or isinstance(n_clusters, bool) or not 1 <= n_clusters <= N:
+    integral = isinstance(n_clusters, numbers.Integral) and not isinstance(n_clusters, bool)
+    if not integral or not 1 <= n_clusters <= N:
         raise ValueError(f"n_clusters must be an integer in [1, N = {N}], got {n_clusters!r}")
     if not isinstance(max_iters, numbers.Integral) or max_iters < 1:
         raise ValueError(f"max_iters must be an integer >= 1, got {max_iters!r}")
@@ -96,6 +97,15 @@ def _mean_variance(M):
     for i in range(0, M.shape[0], _CHUNK_ROWS):
         total += float(np.sum((M[i:i + _CHUNK_ROWS] - mean) ** 2))
     return total / M.size
+
+
+def _row_norms(M):
+    """The Euclidean norm of every row of M (N, D), in float64, a chunk of rows at a time."""
+    norms = np.empty(M.shape[0], dtype=np.float64)
+    for i in range(0, M.shape[0], _CHUNK_ROWS):
+        chunk = M[i:i + _CHUNK_ROWS].astype(np.float64)
+        norms[i:i + _CHUNK_ROWS] = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
+    return norms
 
 
 def _batch(X, n_clusters, kind, C0, max_iters, tol, seed, threads, metric):
@@ -190,12 +200,17 @@ def batch_kmeans_Dot(x, n_clusters, max_iters=100, tol=0.0, init_centroids=None,
         if C0 is not None:
             C = C0[b]
         elif init == "k-means++":
-            C = _core.kmeans_plusplus(Xb, n_clusters, None, int(rs.randint(np.iinfo(np.int32).max)), 0, threads)[0]
+            member_seed = int(rs.randint(np.iinfo(np.int32).max))
+            C = _core.kmeans_plusplus(Xb, n_clusters, None, member_seed, 0, threads)[0]
         else:
             C = Xb[np.sort(rs.choice(N, n_clusters, replace=False))]
-        first = _core.predict(Xb, C, threads, "", "dot")
-        C1 = _unit_sums(Xb, first, C)
-        norms = np.linalg.norm(Xb, axis=1).astype(np.float64)
+        # One engine iteration by inner products from C as given: the means of its clusters
+        # (an empty one keeps its centroid), then scaled to unit length.
+        means = _core.fit(Xb, n_clusters, "explicit", np.ascontiguousarray(C), n_init=1, max_iter=1, tol=0.0,
+                          seed=0, n_threads=threads, sample_weight=None, callback=None, target="",
+                          metric="dot")["centroids"]
+        C1 = _unit_rows(means)
+        norms = _row_norms(Xb)
         if max_iters == 1 or not norms.any():
             labels[b] = _core.predict(Xb, C1, threads, "", "dot")
             centroids[b] = C1
@@ -209,13 +224,8 @@ def batch_kmeans_Dot(x, n_clusters, max_iters=100, tol=0.0, init_centroids=None,
     return _outputs(x, dtype, back, labels, centroids, n_iter, verbose, converged)
 
 
-def _unit_sums(X, labels, C):
-    """Each cluster's sum of rows scaled to unit length, in float64 (a cluster with no rows keeps
-    its centroid, scaled to unit length; a zero sum stays zero)."""
-    K = C.shape[0]
-    sums = np.zeros((K, X.shape[1]), dtype=np.float64)
-    np.add.at(sums, labels, X)  # no copy of X
-    empty = np.bincount(labels, minlength=K) == 0
-    sums[empty] = C[empty]
-    norms = np.linalg.norm(sums, axis=1, keepdims=True)
-    return np.ascontiguousarray(sums / np.where(norms > 0, norms, 1.0), dtype=X.dtype)
+def _unit_rows(C):
+    """The rows of C scaled to unit length in float64, back in C's dtype (zero rows stay zero)."""
+    C64 = C.astype(np.float64)
+    norms = np.linalg.norm(C64, axis=1, keepdims=True)
+    return np.ascontiguousarray(C64 / np.where(norms > 0, norms, 1.0), dtype=C.dtype)

@@ -79,7 +79,8 @@ def test_global_output_config_and_default(estimator):
 
 def test_pipeline_with_pandas_output():
     X = blobs()
-    pipe = make_pipeline(StandardScaler(), flashkm.KMeans(3, n_init=1, random_state=0)).set_output(transform="pandas")
+    pipe = make_pipeline(StandardScaler(), flashkm.KMeans(3, n_init=1, random_state=0))
+    pipe.set_output(transform="pandas")
     out = pipe.fit_transform(pd.DataFrame(X))
     assert list(out.columns) == ["kmeans0", "kmeans1", "kmeans2"]
     np.testing.assert_array_equal(pipe.get_feature_names_out(), out.columns)
