@@ -13,6 +13,7 @@
 #define HWY_TARGET_INCLUDE "cpu/sparse_kernels_simd.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/aligned_allocator.h>
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
@@ -29,6 +30,9 @@ using Tag = hn::ScalableTag<T>;
 // panel (7 vectors rounded up to 8) or two AVX2 panels: a row's non-zeros are read once or twice
 // and each meets its centroids' values in one contiguous run of the panel.
 constexpr std::size_t kMaxNV = 8;
+
+// Non-zeros ahead whose panel rows are prefetched.
+constexpr std::int64_t kAhead = 16;
 
 // Vectors per panel for k centroids: the fewest powers of two that hold k, at most kMaxNV.
 template <class T>
@@ -57,23 +61,30 @@ void Pack(const double* c, std::size_t k, std::size_t dim, T* packed) {
   const std::size_t nr = PanelWidth<T>(k);
   const std::size_t npanels = (k + nr - 1) / nr;
   T* norms = packed + npanels * nr * dim;
+  // The norm of the rounded values the kernel multiplies, taken as the reference takes it.
+  for (std::size_t ci = 0; ci < npanels * nr; ++ci) {
+    if (ci >= k) {
+      norms[ci] = std::numeric_limits<T>::infinity();
+      continue;
+    }
+    T norm = T(0);
+    for (std::size_t j = 0; j < dim; ++j) {
+      const T v = static_cast<T>(c[ci * dim + j]);
+      norm += v * v;
+    }
+    norms[ci] = norm;
+  }
+  // The transpose in blocks of features whose panel rows stay in L1 while every centroid of
+  // the panel writes its lane of them (K x D values per iteration, a D of 10^5 included).
+  constexpr std::size_t kFeatures = 32;
   for (std::size_t p = 0; p < npanels; ++p) {
     T* panel = packed + p * nr * dim;
-    for (std::size_t l = 0; l < nr; ++l) {
-      const std::size_t ci = p * nr + l;
-      if (ci >= k) {
-        for (std::size_t j = 0; j < dim; ++j) panel[j * nr + l] = T(0);
-        norms[ci] = std::numeric_limits<T>::infinity();
-        continue;
+    for (std::size_t j0 = 0; j0 < dim; j0 += kFeatures) {
+      const std::size_t j1 = std::min(dim, j0 + kFeatures);
+      for (std::size_t l = 0; l < nr; ++l) {
+        const std::size_t ci = p * nr + l;
+        for (std::size_t j = j0; j < j1; ++j) panel[j * nr + l] = ci < k ? static_cast<T>(c[ci * dim + j]) : T(0);
       }
-      // The norm of the rounded values the kernel multiplies (as the reference takes it).
-      T norm = T(0);
-      for (std::size_t j = 0; j < dim; ++j) {
-        const T v = static_cast<T>(c[ci * dim + j]);
-        panel[j * nr + l] = v;
-        norm += v * v;
-      }
-      norms[ci] = norm;
     }
   }
 }
@@ -88,6 +99,12 @@ HWY_INLINE void PanelScores(const CsrRef<T>& x, std::size_t r, const T* panel, c
   for (std::size_t v = 0; v < NV; ++v) acc[v] = hn::Zero(d);
   const std::int64_t q1 = x.offsets[r + 1];
   for (std::int64_t q = x.offsets[r]; q < q1; ++q) {
+    // The panel rows of the non-zeros a few ahead: random rows of a panel that is usually far
+    // larger than L2 (D x nr values), so their latency, not the FMAs, sets the pace.
+    if (q + kAhead < q1) {
+      const T* ahead = panel + static_cast<std::size_t>(x.cols[q + kAhead]) * nr;
+      for (std::size_t b = 0; b < nr * sizeof(T); b += 64) hwy::Prefetch(reinterpret_cast<const char*>(ahead) + b);
+    }
     const V xv = hn::Set(d, x.values[q]);
     const T* c = panel + static_cast<std::size_t>(x.cols[q]) * nr;
 #pragma GCC unroll 8
