@@ -351,16 +351,17 @@ int run_fit_batch(const FitArgs& a, const io::DatasetInfo& info, const Ranks& ra
 }
 
 int cmd_fit(const FitArgs& a, const Ranks& ranks) {
-  if (a.n_init < 1) throw UsageError("--n-init must be >= 1");
-  if (a.max_iter < 1) throw UsageError("--max-iter must be >= 1");
-  if (a.prune != "auto" && a.prune != "on" && a.prune != "off") {
-    throw UsageError("--prune must be auto, on or off, not '" + a.prune + "'");
-  }
-  if (!(a.tol >= 0)) throw UsageError("--tol must be >= 0");
-  if (a.threads < 0) throw UsageError("--threads must be >= 0 (0 = all cores)");
-  if (!a.memory_limit.empty()) parse_size(a.memory_limit);
   io::DatasetInfo info;
+  // Under MPI every rank finds a bad option together, and rank 0 alone reports it.
   ranks.together([&] {
+    if (a.n_init < 1) throw UsageError("--n-init must be >= 1");
+    if (a.max_iter < 1) throw UsageError("--max-iter must be >= 1");
+    if (a.prune != "auto" && a.prune != "on" && a.prune != "off") {
+      throw UsageError("--prune must be auto, on or off, not '" + a.prune + "'");
+    }
+    if (!(a.tol >= 0)) throw UsageError("--tol must be >= 0");
+    if (a.threads < 0) throw UsageError("--threads must be >= 0 (0 = all cores)");
+    if (!a.memory_limit.empty()) parse_size(a.memory_limit);
     std::vector<std::string> inputs = {a.input, a.weights};
     if (!named_init(a.init)) inputs.push_back(a.init);
     check_output(a.output, inputs, "output");
