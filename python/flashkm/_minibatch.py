@@ -321,7 +321,9 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         """Compute the centers of X (n_samples, n_features) from mini-batches.
 
         Batches are drawn with replacement with probability proportional to sample_weight
-        and then count with unit weight (as in scikit-learn).
+        and then count with unit weight (as in scikit-learn). SciPy sparse X stays sparse
+        (CSR): batches are assigned by the sparse kernels and their sums taken over the
+        non-zeros.
         """
         X = self._validate_data(X, reset=True)
         self._check_params_vs_input(X)
