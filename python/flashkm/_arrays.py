@@ -99,7 +99,7 @@ def _numpy_view(X):
     order = "<" if sys.byteorder == "little" else ">"
     typestr = ("|" if itemsize == 1 else order) + ("u" if kind == "bfloat" else kind) + str(itemsize)
     strides = None if not t.strides else tuple(t.strides[i] * itemsize for i in range(t.ndim))
-    if 0 in shape or not t.data:
+    if 0 in shape:  # no memory to view (its pointer may be null)
         _release(managed)
         view = np.empty(shape, dtype=np.dtype(typestr))
     else:

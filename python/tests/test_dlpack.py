@@ -118,6 +118,13 @@ def test_read_in_place_and_handed_back():
     assert owner() is None
 
 
+def test_empty_arrays_are_refused_as_numpy_ones_are():
+    empty, _ = as_numpy(Tensor(np.zeros((0, 3), dtype=np.float32)))
+    assert empty.shape == (0, 3) and empty.dtype == np.float32
+    with pytest.raises(ValueError, match="0 sample"):
+        flashkm.KMeans(2).fit(Tensor(np.zeros((0, 3))))
+
+
 def test_no_copy_of_contiguous_input_and_one_of_strided():
     X = np.random.default_rng(0).normal(size=(1_000_000, 16)).astype(np.float32)  # 64 MB
     km = flashkm.KMeans(8, max_iter=2, n_init=1, random_state=0)
