@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core, _sparse
-from ._arrays import accepts_dlpack
+from ._arrays import accepts_dlpack, as_numpy
 from ._centers import _CentersMixin
 
 
@@ -159,7 +159,7 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
 
     def _check_centroids(self, centers, X):
         dtype = np.float32 if _half_kind(X) else X.dtype
-        centers = np.ascontiguousarray(np.asarray(centers, dtype=dtype))
+        centers = np.ascontiguousarray(np.asarray(as_numpy(centers, "init")[0], dtype=dtype))
         if centers.shape != (self.n_clusters, X.shape[1]):
             raise ValueError(
                 f"The shape of the initial centers {centers.shape} does not match "

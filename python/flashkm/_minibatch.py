@@ -16,7 +16,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _sparse
-from ._arrays import accepts_dlpack
+from ._arrays import accepts_dlpack, as_numpy
 from ._centers import _CentersMixin
 
 # Multiply-adds (rows x clusters x features) that repay starting one more kernel thread.
@@ -217,7 +217,7 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
             centers = self.init(X, self.n_clusters, random_state=random_state)
         else:
             centers = self.init
-        centers = check_array(centers, dtype=X.dtype, copy=True, order="C")
+        centers = check_array(as_numpy(centers, "init")[0], dtype=X.dtype, copy=True, order="C")
         if centers.shape != (self.n_clusters, X.shape[1]):
             raise ValueError(
                 f"The shape of the initial centers {centers.shape} does not match "

@@ -118,6 +118,24 @@ def test_read_in_place_and_handed_back():
     assert owner() is None
 
 
+class ShapedTensor(Tensor):
+    """A Tensor with a shape: array-like to scikit-learn's parameter checks, yet unreadable by
+    numpy.asarray (no __array__)."""
+
+    @property
+    def shape(self):
+        return self._array.shape
+
+
+@pytest.mark.parametrize("estimator", [flashkm.KMeans, flashkm.MiniBatchKMeans])
+def test_init_centroids_of_another_library(estimator):
+    X = blobs(n=800)
+    C0 = X[[0, 100, 200, 300, 400]]
+    ref = estimator(5, init=C0, random_state=0).fit(X)
+    km = estimator(5, init=ShapedTensor(C0), random_state=0).fit(Tensor(X))
+    np.testing.assert_array_equal(km.cluster_centers_, ref.cluster_centers_)
+
+
 def test_empty_arrays_are_refused_as_numpy_ones_are():
     empty, _ = as_numpy(Tensor(np.zeros((0, 3), dtype=np.float32)))
     assert empty.shape == (0, 3) and empty.dtype == np.float32
