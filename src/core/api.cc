@@ -11,8 +11,7 @@
 #include "core/fit_engine.hpp"
 #include "core/lloyd.hpp"
 #include "core/validate.hpp"
-#include "cpu/cpu_engine.hpp"
-#include "cpu/sparse_engine.hpp"
+#include "core/backend.hpp"
 #include "flashkm/kmeans.hpp"
 #include "flashkm/sparse.hpp"
 
@@ -109,7 +108,7 @@ std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> cen
                                               std::vector<double>* centred = nullptr) {
   detail::check_view(X, "X");
   check_query(X.rows, X.cols, centroids, options);
-  return with_centroids(detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target),
+  return with_centroids(detail::make_engine(X, options.sample_weight, options.n_threads, options.target),
                         centroids, options, centred);
 }
 
@@ -119,7 +118,7 @@ std::unique_ptr<detail::Engine<T>> engine_for(CsrView<T> X, MatrixView<T> centro
                                               std::vector<double>* centred = nullptr) {
   check_csr(X);
   check_query(X.rows, X.cols, centroids, options);
-  return with_centroids(detail::make_sparse_engine(X, options.sample_weight, options.n_threads, options.target),
+  return with_centroids(detail::make_engine(X, options.sample_weight, options.n_threads, options.target),
                         centroids, options, centred);
 }
 
@@ -197,7 +196,7 @@ class Seeding final : public detail::SeedProgress {
 detail::Recluster recluster(const KMeansOptions& options) {
   return [&options](MatrixView<double> rows, std::span<const double> w, std::size_t k, std::uint64_t seed,
                     detail::SeedProgress* progress) {
-    auto engine = detail::make_cpu_engine<double>(rows, w, options.n_threads, options.target);
+    auto engine = detail::make_engine<double>(rows, w, options.n_threads, options.target);
     std::mt19937_64 rng(seed);
     std::vector<double> c = detail::init_kmeanspp(*engine, k, rng, {progress});
     // The candidates' engine centred them on their own mean: its centres come back shifted.
@@ -339,7 +338,7 @@ SeedResult<T> kmeans_plusplus(MatrixView<T> X, std::size_t n_clusters, const KMe
   detail::check_n_clusters(n_clusters, X.rows);
   detail::check_weights(options.sample_weight, X.rows);
   detail::check_threads(options.n_threads);
-  SeedResult<T> out = kmeans_plusplus(detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target),
+  SeedResult<T> out = kmeans_plusplus(detail::make_engine(X, options.sample_weight, options.n_threads, options.target),
                                       n_clusters, options, n_local_trials, start);
   // Copies of X's own rows (bitwise, whatever the centring's rounding).
   for (std::size_t c = 0; c < n_clusters; ++c) {
@@ -356,7 +355,7 @@ SeedResult<T> kmeans_plusplus(CsrView<T> X, std::size_t n_clusters, const KMeans
   detail::check_n_clusters(n_clusters, X.rows);
   detail::check_weights(options.sample_weight, X.rows);
   detail::check_threads(options.n_threads);
-  return kmeans_plusplus(detail::make_sparse_engine(X, options.sample_weight, options.n_threads, options.target),
+  return kmeans_plusplus(detail::make_engine(X, options.sample_weight, options.n_threads, options.target),
                          n_clusters, options, n_local_trials, start);
 }
 
@@ -368,18 +367,18 @@ KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
   detail::check_view(X, "X");
   detail::check_options(options, X.rows, X.cols, std::is_same_v<T, float>);
   detail::check_weights(options.sample_weight, X.rows);
-  return detail::fit_engine(detail::make_cpu_engine(X, options.sample_weight, options.n_threads, options.target), options);
+  return detail::fit_engine(detail::make_engine(X, options.sample_weight, options.n_threads, options.target), options);
 }
 
 template <class T>
 KMeansResult<T> fit(RowSource<T>& source, const KMeansOptions& options) {
   detail::check_options(options, source.rows(), source.cols(), std::is_same_v<T, float>);
   detail::check_weights(options.sample_weight, source.rows());
-  return detail::fit_engine(detail::make_cpu_engine(source, options.sample_weight, options.n_threads, options.target), options);
+  return detail::fit_engine(detail::make_engine(source, options.sample_weight, options.n_threads, options.target), options);
 }
 
 std::size_t row_source_granule(std::size_t cols, std::size_t elem_size) {
-  return detail::cpu_granule(cols, elem_size);
+  return detail::granule(cols, elem_size);
 }
 
 template <class T>
@@ -403,7 +402,7 @@ std::vector<std::int32_t> predict(RowSource<T>& source, MatrixView<T> centroids,
   if (std::is_same_v<T, float> && centroids.rows > (std::size_t{1} << 24)) {
     throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
   }
-  auto engine = detail::make_cpu_engine(source, {}, options.n_threads, options.target);
+  auto engine = detail::make_engine(source, {}, options.n_threads, options.target);
   std::vector<double> c = metric_centroids(*engine, centroids, options.metric);
   engine->set_centroids(c.data(), centroids.rows);
   std::vector<std::int32_t> labels(source.rows(), -1);
@@ -519,13 +518,13 @@ KMeansResult<T> fit(CsrView<T> X, const KMeansOptions& options) {
   check_csr(X);
   detail::check_options(options, X.rows, X.cols, std::is_same_v<T, float>);
   detail::check_weights(options.sample_weight, X.rows);
-  return detail::fit_engine(detail::make_sparse_engine(X, options.sample_weight, options.n_threads, options.target),
+  return detail::fit_engine(detail::make_engine(X, options.sample_weight, options.n_threads, options.target),
                             options);
 }
 
-std::vector<std::string> available_targets() { return detail::cpu_target_names(); }
+std::vector<std::string> available_targets() { return detail::target_names(); }
 
-std::string default_target() { return detail::cpu_default_target(); }
+std::string default_target() { return detail::default_target_name(); }
 
 template KMeansResult<float> fit<float>(MatrixView<float>, const KMeansOptions&);
 template KMeansResult<double> fit<double>(MatrixView<double>, const KMeansOptions&);

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/half_source.hpp"
+#include "cpu/half_source.hpp"
 #include "core/seeding.hpp"
 #include "cpu/aligned_buffer.hpp"
 #include "cpu/amx.hpp"

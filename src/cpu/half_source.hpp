@@ -1,4 +1,4 @@
-// Private header: how the CPU engine recognises rows that arrive as 16-bit floats (widened to
+// Private header (cpu): how the CPU engine recognises rows that arrive as 16-bit floats (widened to
 // float32 by the RowSource), so that it can run FlashAssign on AMX tiles over them.
 #pragma once
 

@@ -16,7 +16,7 @@
 #include "core/fit_engine.hpp"
 #include "core/init.hpp"
 #include "core/validate.hpp"
-#include "cpu/cpu_engine.hpp"
+#include "core/backend.hpp"
 #include "flashkm/distributed.hpp"
 #include "flashkm/errors.hpp"
 
@@ -350,7 +350,7 @@ class MpiEngine final : public detail::Engine<T> {
       weighted |= sw[i] != 1.0;
       for (std::size_t j = 0; j < dim; ++j) sample[i * dim + j] = static_cast<T>(all[i * rec + 1 + j] + shift()[j]);
     }
-    auto engine = detail::make_cpu_engine<T>(MatrixView<T>(sample.data(), m, dim),
+    auto engine = detail::make_engine<T>(MatrixView<T>(sample.data(), m, dim),
                                              weighted ? std::span<const double>(sw) : std::span<const double>(),
                                              threads_, target_);
     std::vector<double> c = detail::init_kmeanspp(*engine, k, rng);
@@ -501,7 +501,7 @@ KMeansResult<T> fit(MatrixView<T> shard, const KMeansOptions& options, Comm comm
     if (shard.rows > 0) detail::check_view(shard, "X (this rank's shard)");
   });
   return fit_sharded<T>(shard.rows, shard.cols, options, [&](std::size_t offset) {
-    return detail::make_cpu_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset);
+    return detail::make_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset);
   });
 }
 
@@ -509,7 +509,7 @@ template <class T>
 KMeansResult<T> fit(RowSource<T>& shard, const KMeansOptions& options, Comm comm) {
   UseComm use(comm);
   return fit_sharded<T>(shard.rows(), shard.cols(), options, [&](std::size_t offset) {
-    return detail::make_cpu_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset);
+    return detail::make_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset);
   });
 }
 
