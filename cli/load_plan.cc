@@ -57,17 +57,23 @@ LoadPlan plan_with(const io::DatasetInfo& info, std::size_t limit, const PlanNee
 
 using Clock = std::chrono::steady_clock;
 
+// Rows [r0, r1) of the file as E (T, or float16's raw bits); `seconds` gets the reading time.
+template <class E>
+std::vector<E> read_rows(const io::DatasetInfo& info, std::optional<std::size_t> dim, std::size_t r0, std::size_t r1,
+                         double* seconds) {
+  io::Dataset data(info.path, dim);
+  const auto t0 = Clock::now();
+  std::vector<E> out((r1 - r0) * info.cols);
+  data.read_rows<E>(r0, r1, out.data());
+  *seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return out;
+}
+
 template <class T>
 class MemoryRows final : public Rows<T> {
  public:
   MemoryRows(const io::DatasetInfo& info, std::optional<std::size_t> dim, std::size_t r0, std::size_t r1)
-      : rows_(r1 - r0), cols_(info.cols) {
-    io::Dataset data(info.path, dim);
-    const auto t0 = Clock::now();
-    X_.resize(rows_ * cols_);
-    data.read_rows<T>(r0, r1, X_.data());
-    read_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
-  }
+      : rows_(r1 - r0), cols_(info.cols), X_(read_rows<T>(info, dim, r0, r1, &read_seconds_)) {}
   KMeansResult<T> fit(const KMeansOptions& o, const Ranks& ranks) override { return ranks.fit(view(), o); }
   std::vector<std::int32_t> predict(MatrixView<T> c, const PredictOptions& o) override {
     return flashkm::predict(view(), c, o);
@@ -77,21 +83,15 @@ class MemoryRows final : public Rows<T> {
  private:
   MatrixView<T> view() const { return MatrixView<T>(X_.data(), rows_, cols_); }
   std::size_t rows_, cols_;
+  double read_seconds_ = 0;  // before X_, whose initialiser sets it
   std::vector<T> X_;
-  double read_seconds_ = 0;
 };
 
 // float16 rows kept 16-bit: half the memory, and bitwise the float32 result.
 class HalfRows final : public Rows<float> {
  public:
   HalfRows(const io::DatasetInfo& info, std::optional<std::size_t> dim, std::size_t r0, std::size_t r1)
-      : rows_(r1 - r0), cols_(info.cols) {
-    io::Dataset data(info.path, dim);
-    const auto t0 = Clock::now();
-    H_.resize(rows_ * cols_);
-    data.read_rows<std::uint16_t>(r0, r1, H_.data());
-    read_seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
-  }
+      : rows_(r1 - r0), cols_(info.cols), H_(read_rows<std::uint16_t>(info, dim, r0, r1, &read_seconds_)) {}
   KMeansResult<float> fit(const KMeansOptions& o, const Ranks& ranks) override {
     if (ranks.distributed()) throw std::logic_error("16-bit rows are not planned under MPI");
     return flashkm::fit(view(), o);
@@ -104,8 +104,8 @@ class HalfRows final : public Rows<float> {
  private:
   HalfView view() const { return HalfView{H_.data(), rows_, cols_, cols_, HalfType::kFloat16}; }
   std::size_t rows_, cols_;
+  double read_seconds_ = 0;  // before H_, whose initialiser sets it
   std::vector<std::uint16_t> H_;
-  double read_seconds_ = 0;
 };
 
 template <class T>
