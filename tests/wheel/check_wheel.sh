@@ -21,6 +21,7 @@ if [ ! -e "$root/.flashkm-root-ready" ]; then
   debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
     bookworm "$root.partial" "$mirror"
   touch "$root.partial/.flashkm-root-ready"
+  umount "$root/proc" 2>/dev/null || true
   rm -rf "$root"
   mv "$root.partial" "$root"
 fi
