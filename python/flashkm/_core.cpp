@@ -7,8 +7,14 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <thread>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -204,21 +210,53 @@ nb::dict batch_fit(const Batch<T>& X, std::size_t n_clusters, const std::string&
   o.tol = tol;
   o.seed = seed;
   o.n_threads = n_threads;
-  // Ctrl-C stops every member between iterations (KeyboardInterrupt).
-  const std::optional<nb::callable> no_callback;
-  o.callback = python_callback(no_callback);
+  // Ctrl-C stops every member between iterations (KeyboardInterrupt). Members run on OpenMP
+  // threads, where Python cannot run its signal handlers (only the main thread can), so the
+  // batch runs on a thread of its own while this (the calling, main) thread watches for the
+  // signal and raises a flag that every member's callback reads.
+  std::atomic<bool> stop{false};
+  o.callback = [&stop](const flashkm::IterationStats&) { return !stop.load(); };
   const std::size_t b = X.shape(0), n = X.shape(1), d = X.shape(2);
   std::vector<std::int32_t> labels;
   std::vector<T> centroids;
   std::vector<double> inertia(b);
   std::vector<std::int32_t> n_iter(b);
   std::vector<bool> converged(b);
+  bool interrupted = false;
+  std::exception_ptr error;
   {
     nb::gil_scoped_release release;
-    auto results = flashkm::fit_batch(flashkm::BatchView<T>{X.data(), b, n, d}, o, init_view);
-    labels.reserve(b * n);
+    std::vector<flashkm::KMeansResult<T>> results;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread worker([&] {
+      try {
+        results = flashkm::fit_batch(flashkm::BatchView<T>{X.data(), b, n, d}, o, init_view);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+      cv.notify_one();
+    });
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        if (cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; })) break;
+      }
+      if (interrupted) continue;
+      nb::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) {  // the KeyboardInterrupt stays set for the raise below
+        interrupted = true;
+        stop.store(true);
+      }
+    }
+    worker.join();
+    if (interrupted || error) results.clear();
+    labels.reserve(results.size() * n);
     centroids.reserve(b * n_clusters * d);
-    for (std::size_t i = 0; i < b; ++i) {
+    for (std::size_t i = 0; i < results.size(); ++i) {
       auto& r = results[i];
       labels.insert(labels.end(), r.labels.begin(), r.labels.end());
       centroids.insert(centroids.end(), r.centroids.begin(), r.centroids.end());
@@ -228,6 +266,8 @@ nb::dict batch_fit(const Batch<T>& X, std::size_t n_clusters, const std::string&
       r = {};  // frees the member's copy as soon as it is stacked
     }
   }
+  if (interrupted) throw nb::python_error();  // the KeyboardInterrupt PyErr_CheckSignals set
+  if (error) std::rethrow_exception(error);
   nb::dict out;
   out["labels"] = to_numpy(std::move(labels), {b, n});
   out["centroids"] = to_numpy(std::move(centroids), {b, n_clusters, d});
