@@ -96,6 +96,28 @@ nb::dict result_dict(flashkm::KMeansResult<T>&& r) {
   return out;
 }
 
+// The fit options every binding sets the same way.
+template <class T>
+flashkm::KMeansOptions kmeans_options(std::size_t n_clusters, const std::string& init,
+                                      const std::optional<Matrix<T>>& init_centroids, int n_init, int max_iter,
+                                      double tol, std::uint64_t seed, int n_threads,
+                                      const std::optional<Weights>& sample_weight, const std::string& target,
+                                      const std::string& metric) {
+  flashkm::KMeansOptions o;
+  o.metric = metric_of(metric);
+  o.n_clusters = n_clusters;
+  o.init = init_method(init, init_centroids.has_value());
+  if (o.init == flashkm::InitMethod::kExplicit) o.init_centroids = view(*init_centroids);
+  o.n_init = n_init;
+  o.max_iter = max_iter;
+  o.tol = tol;
+  o.seed = seed;
+  o.n_threads = n_threads;
+  o.sample_weight = weights_span(sample_weight);
+  o.target = target;
+  return o;
+}
+
 // flashkm's errors as ValueError (scikit-learn's convention for bad input).
 inline void register_errors() {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {

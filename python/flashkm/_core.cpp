@@ -29,26 +29,6 @@ using namespace flashkm_py;
 
 namespace {
 
-template <class T>
-flashkm::KMeansOptions kmeans_options(std::size_t n_clusters, const std::string& init,
-                                      const std::optional<Matrix<T>>& init_centroids, int n_init, int max_iter,
-                                      double tol, std::uint64_t seed, int n_threads,
-                                      const std::optional<Weights>& sample_weight, const std::string& target,
-                                      const std::string& metric) {
-  flashkm::KMeansOptions o;
-  o.metric = metric_of(metric);
-  o.n_clusters = n_clusters;
-  o.init = init_method(init, init_centroids.has_value());
-  if (o.init == flashkm::InitMethod::kExplicit) o.init_centroids = view(*init_centroids);
-  o.n_init = n_init;
-  o.max_iter = max_iter;
-  o.tol = tol;
-  o.seed = seed;
-  o.n_threads = n_threads;
-  o.sample_weight = weights_span(sample_weight);
-  o.target = target;
-  return o;
-}
 
 // Runs on the fitting thread without the GIL: take it back for the Python callback, and let
 // Ctrl-C stop a long fit between iterations.

@@ -18,17 +18,8 @@ nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init
              std::optional<Matrix<T>> init_centroids, int n_init, int max_iter, double tol, std::uint64_t seed,
              int n_threads, std::optional<Weights> sample_weight, std::optional<nb::callable> callback,
              const std::string& metric, const std::string& prune, int comm_fortran) {
-  flashkm::KMeansOptions o;
-  o.metric = metric_of(metric);
-  o.n_clusters = n_clusters;
-  o.init = init_method(init, init_centroids.has_value());
-  if (o.init == flashkm::InitMethod::kExplicit) o.init_centroids = view(*init_centroids);
-  o.n_init = n_init;
-  o.max_iter = max_iter;
-  o.tol = tol;
-  o.seed = seed;
-  o.n_threads = n_threads;
-  o.sample_weight = weights_span(sample_weight);
+  flashkm::KMeansOptions o = kmeans_options<T>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
+                                               n_threads, sample_weight, "", metric);
   o.prune = prune_of(prune);
   bool interrupted = false;
   o.callback = [&](const flashkm::IterationStats& s) {
