@@ -34,7 +34,7 @@ template <class T>
 std::unique_ptr<Engine<T>> make_engine(RowSource<T>& source, std::span<const double> weights, int n_threads,
                                        const std::string& target, std::size_t row_offset = 0);
 
-/// The same over sparse CSR rows (not centred: shift() is zero; never prunes).
+/// The same over sparse CSR rows (not centred: shift() is zero).
 template <class T>
 std::unique_ptr<Engine<T>> make_engine(CsrView<T> X, std::span<const double> weights, int n_threads,
                                        const std::string& target);

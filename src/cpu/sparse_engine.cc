@@ -16,6 +16,8 @@
 
 #include "core/seeding.hpp"
 #include "cpu/aligned_buffer.hpp"
+#include "cpu/bounds.hpp"
+#include "cpu/groups.hpp"
 #include "cpu/sparse_kernels.hpp"
 #include "flashkm/errors.hpp"
 
@@ -101,6 +103,23 @@ class SparseEngine final : public Engine<T> {
 
   std::vector<FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override {
     m = std::min(m, n_);
+    // A pruned assignment left some rows' distances from an earlier iteration: recompute them
+    // all against the same (group-packed) centroids; the labels cannot change, the bounds
+    // proved them. Rare: only iterations that empty a cluster get here.
+    std::vector<T> fresh;
+    if (dist_stale_) {
+      fresh.resize(n_);
+      for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
+        Scratch sc(groups_);
+        for (std::size_t r = r0; r < r1; ++r) {
+          std::int32_t label = 0;
+          T best = T(0);
+          score_all(r, sc, &label, &best);
+          fresh[r] = std::max(T(0), xnorm_[r] + best);
+        }
+      });
+      dist = fresh.data();
+    }
     std::vector<std::size_t> order(n_);
     for (std::size_t i = 0; i < n_; ++i) order[i] = i;
     auto farther = [&](std::size_t a, std::size_t b) { return dist[a] > dist[b] || (dist[a] == dist[b] && a < b); };
@@ -145,8 +164,45 @@ class SparseEngine final : public Engine<T> {
 
   void set_inner_product(bool on) override { inner_product_ = on; }
 
-  // No bounded assignment over sparse rows (docs/KERNELS.md, "Sparse rows").
-  bool begin_run(Prune, std::size_t) override { return false; }
+  // Bounded assignment over sparse rows (docs/KERNELS.md, "Sparse rows"): Yinyang's groups of
+  // whole panels of a group packing, scored by group_min; bitwise the plain assignment.
+  bool begin_run(Prune prune, std::size_t k) override {
+    prune_ = false;
+    bounds_valid_ = false;
+    dist_stale_ = false;
+    iter_bounded_ = false;
+    bounded_iters_ = 0;
+    judge_.reset();
+    order_.clear();
+    auto_prune_ = prune == Prune::kAuto;
+    if (prune == Prune::kOff || k == 0) return false;
+    // Panels of at least 16 centroids (Yinyang's K/10 per group, rounded to whole vectors),
+    // and as many panels per group as keep the groups at most 64 and their float lower bounds
+    // (4 (1 + G) bytes per row) within X's own bytes per row.
+    const std::size_t L = table_->lanes;
+    std::size_t nr = L;
+    while (nr < 16 && nr < 8 * L) nr *= 2;
+    const double nnz = static_cast<double>(x_.row_offsets[n_] - x_.row_offsets[0]);
+    const auto row_bytes = static_cast<std::size_t>(nnz * static_cast<double>(sizeof(T) + 4) / static_cast<double>(n_)) + 8;
+    const std::size_t fit = row_bytes / 4 > 1 ? row_bytes / 4 - 1 : 1;
+    const std::size_t cap = std::min<std::size_t>(64, fit);
+    const std::size_t npanels = (k + nr - 1) / nr;
+    panel_nr_ = nr;
+    panels_per_group_ = (npanels + cap - 1) / cap;
+    group_size_ = panels_per_group_ * nr;
+    groups_ = (k + group_size_ - 1) / group_size_;
+    if (prune == Prune::kAuto && 4 * (1 + groups_) > row_bytes) return false;
+    if (rmax_ < 0) {
+      T mx = T(0);
+      for (std::size_t i = 0; i < n_; ++i) mx = std::max(mx, xnorm_[i]);
+      // Generous: only the guard against scores beyond float range uses it.
+      rmax_ = 2 * std::sqrt(static_cast<double>(mx)) + 1;
+    }
+    ub_.assign(n_, 0.0f);
+    lb_.assign(n_ * groups_, 0.0f);
+    prune_ = true;
+    return true;
+  }
   std::uint64_t last_distances() const override { return last_distances_; }
 
   void set_centroids(const double* centroids, std::size_t k) override {
@@ -340,9 +396,25 @@ class SparseEngine final : public Engine<T> {
 
   double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist, double* sums,
                        double* wsums, std::size_t* changed) override {
-    set_centroids(centroids, k);
-    *changed = assign(labels, dist);
-    last_distances_ = static_cast<std::uint64_t>(n_) * k;
+    if (prune_) prepare_bounds(centroids, k);
+    if (iter_bounded_) {
+      std::uint64_t distances = 0, pruned = 0;
+      *changed = bounded_assign(labels, dist, &distances, &pruned);
+      last_distances_ = distances;
+      dist_stale_ = pruned > 0;
+      const bool was_valid = bounds_valid_;
+      bounds_valid_ = true;
+      if (was_valid) {
+        ++bounded_iters_;
+        const double fraction = static_cast<double>(distances) / (static_cast<double>(n_) * static_cast<double>(k));
+        if (!judge_.keep(fraction) && auto_prune_) prune_ = false;
+      }
+    } else {
+      set_centroids(centroids, k);
+      *changed = assign(labels, dist);
+      last_distances_ = static_cast<std::uint64_t>(n_) * k;
+      dist_stale_ = false;
+    }
     return update(labels, centroids, k, sums, wsums);
   }
 
@@ -442,6 +514,234 @@ class SparseEngine final : public Engine<T> {
     return psi;
   }
 
+  // ---- Bounded assignment (docs/KERNELS.md, "Sparse rows") ----
+
+  // Per-task scratch: one row's group minima.
+  struct Scratch {
+    std::vector<T> min1, min2;
+    std::vector<std::int32_t> idx1;
+    std::vector<char> computed;
+    explicit Scratch(std::size_t g) : min1(g), min2(g), idx1(g), computed(g) {}
+  };
+
+  // The error bound eps of row r's float scores and float squared norm (bounds.hpp): its dot
+  // products sum nnz terms (2 nnz roundings without fused multiply-adds), the centroids' float
+  // norms are off by at most errc_ (measured), the final fma rounds once.
+  double row_eps(std::size_t r, double* rnorm) const {
+    const auto nnz = static_cast<std::size_t>(x_.row_offsets[r + 1] - x_.row_offsets[r]);
+    const double g = bounds::gamma<T>(2 * nnz + 4);
+    const double rn = std::sqrt(static_cast<double>(xnorm_[r]) / (1 - g)) * (1 + 0x1p-40);
+    *rnorm = rn;
+    const double c = slack_.cmax;
+    return 4 * g * (c + rn) * (c + rn) + errc_ +
+           8 * static_cast<double>(nnz + 4) * static_cast<double>(std::numeric_limits<T>::denorm_min());
+  }
+
+  // Group g (its panels) for row r into the scratch.
+  void score_group(std::size_t r, std::size_t g, Scratch& sc) const {
+    const std::size_t p0 = g * panels_per_group_;
+    const std::size_t p1 = std::min(p0 + panels_per_group_, (k_b_ + panel_nr_ - 1) / panel_nr_);
+    T m1, m2;
+    std::int32_t i1;
+    table_->group_min(ref_, r, bpacked_.data(), panel_nr_, k_b_, dim_, ids_.data(), p0, &m1, &i1, &m2);
+    for (std::size_t p = p0 + 1; p < p1; ++p) {
+      T n1, n2;
+      std::int32_t j1;
+      table_->group_min(ref_, r, bpacked_.data(), panel_nr_, k_b_, dim_, ids_.data(), p, &n1, &j1, &n2);
+      // The winner's runner-up or the loser's best, whichever is lower.
+      if (n1 < m1 || (n1 == m1 && j1 < i1)) {
+        m2 = std::min(n2, m1);
+        m1 = n1;
+        i1 = j1;
+      } else {
+        m2 = std::min(m2, n1);
+      }
+    }
+    sc.min1[g] = m1;
+    sc.idx1[g] = i1;
+    sc.min2[g] = m2;
+    sc.computed[g] = 1;
+  }
+
+  // The smallest score over the computed groups, lowest centroid index on equal scores.
+  void best_of(const Scratch& sc, std::int32_t* label, T* best) const {
+    T b = std::numeric_limits<T>::infinity();
+    std::int32_t j = std::numeric_limits<std::int32_t>::max();
+    for (std::size_t g = 0; g < groups_; ++g) {
+      if (!sc.computed[g]) continue;
+      if (sc.min1[g] < b || (sc.min1[g] == b && sc.idx1[g] < j)) {
+        b = sc.min1[g];
+        j = sc.idx1[g];
+      }
+    }
+    *label = j;
+    *best = b;
+  }
+
+  // Every group for row r: the plain assignment's label and score.
+  void score_all(std::size_t r, Scratch& sc, std::int32_t* label, T* best) const {
+    for (std::size_t g = 0; g < groups_; ++g) score_group(r, g, sc);
+    best_of(sc, label, best);
+  }
+
+  // Packs the centroids in group order, measures their norms, drifts and float norm errors,
+  // and decides whether this assign_update runs bounded.
+  void prepare_bounds(const double* centroids, std::size_t k) {
+    iter_bounded_ = false;
+    if (order_.size() != k) {
+      order_ = coherent_order(centroids, k, dim_, group_size_);
+      pos_of_.resize(k);
+      for (std::size_t p = 0; p < k; ++p) pos_of_[order_[p]] = static_cast<std::uint32_t>(p);
+      bounds_valid_ = false;
+    }
+    k_b_ = k;
+    const std::size_t nr = panel_nr_, kpad = (k + nr - 1) / nr * nr;
+    T* bp = bpacked_.reserve(kpad * dim_ + kpad);
+    table_->pack_width(centroids, order_.data(), k, dim_, nr, bp);
+    T* norms = bp + kpad * dim_;
+    ids_.assign(kpad, std::numeric_limits<T>::infinity());
+    for (std::size_t p = 0; p < k; ++p) ids_[p] = static_cast<T>(order_[p]);
+    // Per centroid, in double: the squared norm of its rounded values (relative error at most
+    // gamma_D of double), the error of the kernels' float norm, and the drift from the last
+    // bounded iteration's rounded values (differences of two T values are exact in double).
+    const bool had = bounds_valid_ && prev_c_.size() == k * dim_;
+    if (!had) prev_c_.assign(k * dim_, T(0));
+    const double gd = bounds::gamma<double>(dim_ + 4);
+    const double rel = 1 + gd;
+    std::vector<double> sq(k), err(k), drift(k);
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+    for (std::size_t c = 0; c < k; ++c) {
+      const double* cr = centroids + c * dim_;
+      T* pr = prev_c_.data() + c * dim_;
+      double s = 0, e2 = 0;
+      for (std::size_t j = 0; j < dim_; ++j) {
+        const T v = static_cast<T>(cr[j]);
+        const double vd = static_cast<double>(v);
+        s += vd * vd;
+        const double e = vd - static_cast<double>(pr[j]);
+        e2 += e * e;
+        pr[j] = v;
+      }
+      sq[c] = s;
+      err[c] = std::abs(static_cast<double>(norms[pos_of_[c]]) - s) + s * gd;
+      drift[c] = std::sqrt(e2) * rel * (1 + 0x1p-50);
+    }
+    double nmin = std::numeric_limits<double>::infinity(), nmax = 0, errc = 0;
+    for (std::size_t c = 0; c < k; ++c) {
+      nmin = std::min(nmin, sq[c] / rel);
+      nmax = std::max(nmax, sq[c] * rel);
+      errc = std::max(errc, err[c]);
+    }
+    bounds::Slack& sl = slack_;
+    sl.cmax = std::sqrt(nmax) * (1 + 0x1p-50);
+    sl.nmin = inner_product_ ? nmin : 0;
+    sl.nmax = inner_product_ ? nmax : 0;
+    sl.dn = inner_product_ ? nmax - nmin + std::ldexp(nmax, -50) : 0;
+    errc_ = inner_product_ ? 0.0 : errc * (1 + 0x1p-40);
+    if (inner_product_) std::fill_n(norms, k, T(0));
+    // Scores and bounds must stay far inside float range.
+    const double big = (sl.cmax + rmax_) * (sl.cmax + rmax_);
+    if (!(big < 1e30)) {
+      bounds_valid_ = false;
+      prev_c_.clear();
+      return;
+    }
+    if (had) {
+      drift_.swap(drift);
+      gdrift_.assign(groups_, 0.0);
+      for (std::size_t c = 0; c < k; ++c) {
+        const std::size_t g = pos_of_[c] / group_size_;
+        gdrift_[g] = std::max(gdrift_[g], drift_[c]);
+      }
+    } else {
+      bounds_valid_ = false;
+    }
+    iter_bounded_ = true;
+  }
+
+  // One bounded assignment over every row. Each row's bounds first follow its centroids'
+  // drifts; a row whose upper bound stays below its lower bounds by the scores' rounding
+  // slack keeps its label and computes nothing. Otherwise its own centroid's group is scored,
+  // then every group whose lower bound does not exclude it given the best score so far. A
+  // group skipped provably holds no centroid whose float score could reach the row's best, so
+  // the label (lowest index on equal scores) and distance are bitwise assign's own.
+  std::size_t bounded_assign(std::int32_t* labels, T* dist, std::uint64_t* distances_out, std::uint64_t* pruned_out) {
+    const std::size_t G = groups_, gs = group_size_, k = k_b_;
+    const bounds::Slack& sl = slack_;
+    const bool valid = bounds_valid_;
+    std::size_t changed = 0;
+    std::uint64_t distances = 0, pruned = 0;
+    for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
+      Scratch sc(G);
+      std::size_t ch = 0;
+      std::uint64_t dc = 0, pc = 0;
+      for (std::size_t r = r0; r < r1; ++r) {
+        double rn = 0;
+        const double e = row_eps(r, &rn);
+        float* lb = lb_.data() + r * G;
+        std::fill(sc.computed.begin(), sc.computed.end(), 0);
+        std::int32_t label = 0;
+        T best = T(0);
+        if (valid) {
+          const std::int32_t a = labels[r];
+          const float U = bounds::up_add(ub_[r], drift_[static_cast<std::size_t>(a)]);
+          ub_[r] = U;
+          float lmin = std::numeric_limits<float>::infinity();
+          for (std::size_t g = 0; g < G; ++g) {
+            const float l = bounds::down_sub(lb[g], gdrift_[g]);
+            lb[g] = l;
+            lmin = std::min(lmin, l);
+          }
+          const double u = U, l = lmin;
+          if (u * u + 2 * e + sl.dn < l * l * bounds::kTestMargin) {
+            ++pc;
+            continue;
+          }
+          const std::size_t own = pos_of_[static_cast<std::size_t>(a)] / gs;
+          score_group(r, own, sc);
+          best_of(sc, &label, &best);
+          const double xn = xnorm_[r];
+          for (std::size_t g = 0; g < G; ++g) {
+            if (sc.computed[g]) continue;
+            // Every score in g is at least L^2 - ||x||^2 - nmax - eps: skip g if that exceeds
+            // the best score found (so none can equal it either).
+            const double lg = lb[g];
+            if (!(lg * lg * bounds::kTestMargin > static_cast<double>(best) + xn + 2 * e + sl.nmax)) {
+              score_group(r, g, sc);
+              best_of(sc, &label, &best);
+            }
+          }
+        } else {
+          score_all(r, sc, &label, &best);
+        }
+        std::size_t scored = 0;
+        for (std::size_t g = 0; g < G; ++g) {
+          if (sc.computed[g]) scored += std::min(k, (g + 1) * gs) - g * gs;
+        }
+        dc += scored;
+        ch += labels[r] != label;
+        labels[r] = label;
+        dist[r] = std::max(T(0), xnorm_[r] + best);
+        const double x = xnorm_[r];
+        ub_[r] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(best) + x + e + sl.nmax)));
+        for (std::size_t g = 0; g < G; ++g) {
+          if (!sc.computed[g]) continue;
+          const T v = sc.idx1[g] == label ? sc.min2[g] : sc.min1[g];
+          lb[g] = bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - e + sl.nmin)));
+        }
+      }
+#pragma omp atomic
+      changed += ch;
+#pragma omp atomic
+      distances += dc;
+#pragma omp atomic
+      pruned += pc;
+    });
+    *distances_out = distances;
+    *pruned_out = pruned;
+    return changed;
+  }
+
   // Stable counting sort of the labels: cluster c's rows are perm_[run_offsets_[c] ..
   // run_offsets_[c + 1]), increasing.
   void sort_by_label(const std::int32_t* labels, std::size_t k) {
@@ -482,6 +782,25 @@ class SparseEngine final : public Engine<T> {
 
   std::vector<std::size_t> run_offsets_;
   std::vector<std::uint32_t> perm_;
+
+  // Bounded assignment state (per run; the bounds per row).
+  bool prune_ = false;
+  bool auto_prune_ = false;
+  bool bounds_valid_ = false;
+  bool iter_bounded_ = false;
+  bool dist_stale_ = false;
+  std::size_t bounded_iters_ = 0;
+  std::size_t panel_nr_ = 0, panels_per_group_ = 1, group_size_ = 0, groups_ = 0, k_b_ = 0;
+  std::vector<std::uint32_t> order_, pos_of_;
+  std::vector<T> ids_;
+  AlignedBuffer<T> bpacked_;
+  std::vector<T> prev_c_;  // the last bounded iteration's rounded centroids (k x dim)
+  std::vector<double> drift_, gdrift_;
+  std::vector<float> ub_, lb_;
+  double rmax_ = -1;
+  double errc_ = 0;
+  bounds::Slack slack_;
+  AutoPrune judge_;
 
   std::vector<T> seed_closest_;
   std::vector<std::int32_t> seed_owner_;

@@ -53,6 +53,24 @@ struct SparseKernels {
   /// Squared distances of rows [r0, r1) to all k packed centroids: out[(r - r0) * ldo + c].
   void (*sqdist_rows)(const CsrRef<T>& x, const T* packed, std::size_t k, std::size_t dim, std::size_t r0,
                       std::size_t r1, T* out, std::size_t ldo);
+
+  // ---- The bounded assignment's kernels (docs/KERNELS.md, "Sparse rows") ----
+
+  /// Panel widths group_min accepts: lanes, 2, 4 or 8 times lanes.
+  std::size_t lanes;
+
+  /// Packs k centroids as `pack` does but in panels of width nr (one of the widths above) and
+  /// in the order `order` (position p holds centroid order[p]). The size is kpad * dim + kpad,
+  /// kpad = k rounded up to a multiple of nr; padding as for `pack`.
+  void (*pack_width)(const double* centroids, const std::uint32_t* order, std::size_t k, std::size_t dim,
+                     std::size_t nr, T* packed);
+
+  /// Row r against panel g of a pack_width packing: *min1 = the panel's smallest score, *idx1 =
+  /// the lowest ids[p] among its positions p holding that score, *min2 = the smallest score at
+  /// the panel's other positions (padding: id and score +inf). Every score is bitwise the one
+  /// assign_rows computes for the same row and centroid.
+  void (*group_min)(const CsrRef<T>& x, std::size_t r, const T* packed, std::size_t nr, std::size_t k,
+                    std::size_t dim, const T* ids, std::size_t g, T* min1, std::int32_t* idx1, T* min2);
 };
 
 /// Every compiled target's sparse kernels the running CPU supports, best first, then the

@@ -56,20 +56,23 @@ std::size_t PackedSize(std::size_t k, std::size_t dim) {
   return kpad * dim + kpad;
 }
 
+// Packs k centroids in panels of width nr, position p holding centroid order[p] (identity
+// when order is null).
 template <class T>
-void Pack(const double* c, std::size_t k, std::size_t dim, T* packed) {
-  const std::size_t nr = PanelWidth<T>(k);
+void PackWidth(const double* c, const std::uint32_t* order, std::size_t k, std::size_t dim, std::size_t nr, T* packed) {
   const std::size_t npanels = (k + nr - 1) / nr;
   T* norms = packed + npanels * nr * dim;
+  auto row = [&](std::size_t pos) { return c + (order ? order[pos] : pos) * dim; };
   // The norm of the rounded values the kernel multiplies, taken as the reference takes it.
   for (std::size_t ci = 0; ci < npanels * nr; ++ci) {
     if (ci >= k) {
       norms[ci] = std::numeric_limits<T>::infinity();
       continue;
     }
+    const double* cr = row(ci);
     T norm = T(0);
     for (std::size_t j = 0; j < dim; ++j) {
-      const T v = static_cast<T>(c[ci * dim + j]);
+      const T v = static_cast<T>(cr[j]);
       norm += v * v;
     }
     norms[ci] = norm;
@@ -83,10 +86,16 @@ void Pack(const double* c, std::size_t k, std::size_t dim, T* packed) {
       const std::size_t j1 = std::min(dim, j0 + kFeatures);
       for (std::size_t l = 0; l < nr; ++l) {
         const std::size_t ci = p * nr + l;
-        for (std::size_t j = j0; j < j1; ++j) panel[j * nr + l] = ci < k ? static_cast<T>(c[ci * dim + j]) : T(0);
+        const double* cr = ci < k ? row(ci) : nullptr;
+        for (std::size_t j = j0; j < j1; ++j) panel[j * nr + l] = cr ? static_cast<T>(cr[j]) : T(0);
       }
     }
   }
+}
+
+template <class T>
+void Pack(const double* c, std::size_t k, std::size_t dim, T* packed) {
+  PackWidth<T>(c, nullptr, k, dim, PanelWidth<T>(k), packed);
 }
 
 // The scores ||c||^2 - 2 x.c of row r against panel p: s[v] for the panel's NV vectors.
@@ -175,6 +184,45 @@ void SqDistImpl(const CsrRef<T>& x, const T* packed, std::size_t k, std::size_t 
   }
 }
 
+// Row r against panel g (NV vectors wide) of a pack_width packing.
+template <class T, std::size_t NV>
+void GroupMinImpl(const CsrRef<T>& x, std::size_t r, const T* packed, std::size_t k, std::size_t dim, const T* ids,
+                  std::size_t g, T* min1, std::int32_t* idx1, T* min2) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t nr = NV * L;
+  const std::size_t npanels = (k + nr - 1) / nr;
+  const T* norms = packed + npanels * nr * dim;
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  V s[NV];
+  PanelScores<NV>(x, r, packed + g * nr * dim, norms + g * nr, s);
+  const T* id = ids + g * nr;
+  V m = s[0];
+  for (std::size_t v = 1; v < NV; ++v) m = hn::Min(m, s[v]);
+  const V mn = hn::MinOfLanes(d, m);
+  V cand = inf;
+  for (std::size_t v = 0; v < NV; ++v) cand = hn::Min(cand, hn::IfThenElse(hn::Eq(s[v], mn), hn::LoadU(d, id + v * L), inf));
+  const V best = hn::MinOfLanes(d, cand);
+  V m2 = inf;
+  for (std::size_t v = 0; v < NV; ++v) m2 = hn::Min(m2, hn::IfThenElse(hn::Eq(hn::LoadU(d, id + v * L), best), inf, s[v]));
+  *min1 = hn::GetLane(mn);
+  const T b = hn::GetLane(best);
+  *idx1 = b < static_cast<T>(k) ? static_cast<std::int32_t>(b) : 0;
+  *min2 = hn::GetLane(hn::MinOfLanes(d, m2));
+}
+
+template <class T>
+void GroupMin(const CsrRef<T>& x, std::size_t r, const T* packed, std::size_t nr, std::size_t k, std::size_t dim,
+              const T* ids, std::size_t g, T* min1, std::int32_t* idx1, T* min2) {
+  switch (nr / hn::Lanes(Tag<T>())) {
+    case 1: return GroupMinImpl<T, 1>(x, r, packed, k, dim, ids, g, min1, idx1, min2);
+    case 2: return GroupMinImpl<T, 2>(x, r, packed, k, dim, ids, g, min1, idx1, min2);
+    case 4: return GroupMinImpl<T, 4>(x, r, packed, k, dim, ids, g, min1, idx1, min2);
+    default: return GroupMinImpl<T, kMaxNV>(x, r, packed, k, dim, ids, g, min1, idx1, min2);
+  }
+}
+
 template <class T>
 std::size_t AssignRows(const CsrRef<T>& x, const T* packed, std::size_t k, std::size_t dim, std::size_t r0,
                        std::size_t r1, std::int32_t* labels, T* dist) {
@@ -200,7 +248,8 @@ void SqDistRows(const CsrRef<T>& x, const T* packed, std::size_t k, std::size_t 
 template <class T>
 const SparseKernels<T>* Table() {
   static const SparseKernels<T> table{hwy::TargetName(HWY_TARGET), &PanelWidth<T>, &PackedSize<T>, &Pack<T>,
-                                      &AssignRows<T>, &SqDistRows<T>};
+                                      &AssignRows<T>, &SqDistRows<T>, hn::Lanes(Tag<T>()), &PackWidth<T>,
+                                      &GroupMin<T>};
   return &table;
 }
 
