@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "core/exact_sum.hpp"
 #include "core/init.hpp"
 #include "cpu/cpu_engine.hpp"
 #include "testlib.hpp"
@@ -322,6 +323,75 @@ TEST(SeedCallback, HearsEveryStep) {
     EXPECT_EQ(pp, 2 * k) << "every centre of both runs";
     EXPECT_EQ(par, m == InitMethod::kMeansParallel ? 6u : 0u);
     EXPECT_EQ(seen.back().init_run, 1);
+  }
+}
+
+// ---- ExactSum: the exact accumulator k-means|| sums its potentials with ----
+
+double exact_sum(const std::vector<double>& v) {
+  detail::ExactSum s;
+  for (double x : v) s.add(x);
+  return s.value();
+}
+
+bool same_double(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(ExactSum, RoundsOnceToNearestEven) {
+  EXPECT_EQ(exact_sum({}), 0.0);
+  EXPECT_EQ(exact_sum({0.0, 0.0}), 0.0);
+  EXPECT_EQ(exact_sum({1.5}), 1.5);
+  // 2^20 terms of 2^-60 after a 1: naive double addition loses every one of them.
+  std::vector<double> v{1.0};
+  v.insert(v.end(), std::size_t{1} << 20, std::ldexp(1.0, -60));
+  EXPECT_EQ(exact_sum(v), 1.0 + std::ldexp(1.0, -40));
+  // Ties go to even; anything below the tie breaks it upwards.
+  EXPECT_EQ(exact_sum({1.0, std::ldexp(1.0, -53)}), 1.0);
+  EXPECT_EQ(exact_sum({1.0 + std::ldexp(1.0, -52), std::ldexp(1.0, -53)}), 1.0 + std::ldexp(1.0, -51));
+  EXPECT_EQ(exact_sum({1.0, std::ldexp(1.0, -53), std::ldexp(1.0, -200)}), 1.0 + std::ldexp(1.0, -52));
+  // Subnormals add exactly; the largest doubles overflow to infinity.
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  EXPECT_EQ(exact_sum({tiny, tiny, 3 * tiny}), 5 * tiny);
+  EXPECT_EQ(exact_sum({std::numeric_limits<double>::min(), tiny}), std::numeric_limits<double>::min() + tiny);
+  const double big = std::numeric_limits<double>::max();
+  EXPECT_EQ(exact_sum({big, 0.0}), big);
+  EXPECT_TRUE(std::isinf(exact_sum({big, big})));
+  EXPECT_THROW(exact_sum({1.0, -1.0}), std::invalid_argument);
+  EXPECT_THROW(exact_sum({std::numeric_limits<double>::quiet_NaN()}), std::invalid_argument);
+}
+
+// Against a sum in __float128, exact for these values (53-bit mantissas over 40 binades and
+// 2^12 terms need at most 105 bits), rounded once to double.
+TEST(ExactSum, MatchesQuadPrecisionOnRandomValues) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(1, 2);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t n = 1 + rng() % 4096;
+    std::vector<double> v(n);
+    __float128 q = 0;
+    for (double& x : v) {
+      x = std::ldexp(u(rng), static_cast<int>(rng() % 40) - 20);
+      q += x;
+    }
+    ASSERT_TRUE(same_double(exact_sum(v), static_cast<double>(q))) << trial;
+  }
+}
+
+// The same bits whatever the order of the additions and however the values are split among
+// accumulators (threads, MPI ranks) and merged, over the whole range of doubles.
+TEST(ExactSum, IndependentOfOrderAndSplits) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<double> v(20000);
+  for (double& x : v) x = std::ldexp(u(rng), static_cast<int>(rng() % 2000) - 1070);
+  const double want = exact_sum(v);
+  for (int trial = 0; trial < 5; ++trial) {
+    std::shuffle(v.begin(), v.end(), rng);
+    const std::size_t parts = 1 + rng() % 7;
+    std::vector<detail::ExactSum> acc(parts);
+    for (double x : v) acc[rng() % parts].add(x);
+    detail::ExactSum total;
+    for (std::size_t p = parts; p-- > 0;) total.merge(acc[p].limbs().data());
+    EXPECT_TRUE(same_double(total.value(), want));
   }
 }
 

@@ -1,0 +1,110 @@
+// Private header: an exact accumulator of non-negative doubles (a Kulisch-style long fixed-point
+// number). Adding is exact, so the sum does not depend on the order of the additions, on how
+// the values are split among threads or MPI ranks, or on the order the parts are merged in;
+// value() rounds the exact sum once, to nearest (ties to even). k-means|| uses it for the
+// potentials and candidate weights that must be bitwise the same for any number of ranks.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+
+namespace flashkm::detail {
+
+class ExactSum {
+ public:
+  /// Limbs of 64 bits: bit 0 weighs 2^-1074 (the least subnormal); the largest finite double's
+  /// top bit is bit 2097, and 64 more bits of headroom hold 2^64 additions of it.
+  static constexpr std::size_t kLimbs = 34;
+
+  /// Adds a finite, non-negative double exactly.
+  void add(double x) {
+    if (!(x >= 0) || !std::isfinite(x)) throw std::invalid_argument("ExactSum: not a finite non-negative value");
+    if (x == 0) return;
+    int e = 0;
+    const double m = std::frexp(x, &e);  // x = m 2^e, m in [0.5, 1)
+    // x = q 2^(e - 53) with q a 53-bit integer; below the normal range the exponent stops at
+    // -1074 and q is smaller (frexp normalises subnormals, so shift them back).
+    int shift = e - 53 + 1074;
+    auto q = static_cast<std::uint64_t>(std::ldexp(m, 53));
+    if (shift < 0) {
+      q >>= -shift;  // exact: a subnormal's low bits below 2^-1074 are zero
+      shift = 0;
+    }
+    add_bits(q, static_cast<std::size_t>(shift));
+  }
+
+  /// Adds another accumulator (exact).
+  void merge(const ExactSum& other) { merge(other.limbs_.data()); }
+  void merge(const std::uint64_t* limbs) {
+    unsigned carry = 0;
+    for (std::size_t i = 0; i < kLimbs; ++i) {
+      const std::uint64_t a = limbs_[i], b = limbs[i];
+      std::uint64_t s = a + b;
+      const unsigned c1 = s < a;
+      const std::uint64_t t = s + carry;
+      const unsigned c2 = t < s;
+      limbs_[i] = t;
+      carry = c1 | c2;
+    }
+  }
+
+  /// The limbs, least significant first (to send to other ranks).
+  const std::array<std::uint64_t, kLimbs>& limbs() const { return limbs_; }
+
+  /// The exact sum rounded to the nearest double (ties to even); +inf past the largest double.
+  double value() const {
+    std::size_t h = kLimbs;
+    while (h > 0 && limbs_[h - 1] == 0) --h;
+    if (h == 0) return 0.0;
+    const std::size_t bits = 64 * (h - 1) + (64 - static_cast<std::size_t>(__builtin_clzll(limbs_[h - 1])));
+    if (bits <= 53) return std::ldexp(static_cast<double>(limbs_[0]), -1074);  // exact
+    // The top 64 bits, and whether anything below them is non-zero.
+    const std::size_t start = bits >= 64 ? bits - 64 : 0;
+    const std::uint64_t top = get64(start);
+    bool sticky = false;
+    for (std::size_t i = 0; i < start / 64 && !sticky; ++i) sticky = limbs_[i] != 0;
+    if (!sticky && start % 64 != 0) sticky = (limbs_[start / 64] & ((std::uint64_t{1} << (start % 64)) - 1)) != 0;
+    // top has its leading one at bit min(bits, 64) - 1; keep 53 bits.
+    const std::size_t width = bits - start;  // 64, or bits when bits < 64
+    const std::size_t drop = width - 53;
+    std::uint64_t q = top >> drop;
+    const std::uint64_t rem = drop ? top & ((std::uint64_t{1} << drop) - 1) : 0;
+    const std::uint64_t half = drop ? std::uint64_t{1} << (drop - 1) : 0;
+    if (drop && (rem > half || (rem == half && (sticky || (q & 1))))) ++q;
+    return std::ldexp(static_cast<double>(q), static_cast<int>(start + drop) - 1074);
+  }
+
+ private:
+  void add_bits(std::uint64_t q, std::size_t shift) {
+    const std::size_t i = shift / 64, off = shift % 64;
+    const std::uint64_t lo = q << off;
+    const std::uint64_t hi = off ? q >> (64 - off) : 0;
+    std::uint64_t s = limbs_[i] + lo;
+    std::uint64_t carry = s < limbs_[i];
+    limbs_[i] = s;
+    std::size_t j = i + 1;
+    std::uint64_t add = hi + carry;  // hi < 2^53: no overflow
+    while (add != 0 && j < kLimbs) {
+      s = limbs_[j] + add;
+      add = s < limbs_[j];
+      limbs_[j] = s;
+      ++j;
+    }
+  }
+
+  // Bits [start, start + 64) of the number (zeros past the top).
+  std::uint64_t get64(std::size_t start) const {
+    const std::size_t i = start / 64, off = start % 64;
+    const std::uint64_t lo = limbs_[i] >> off;
+    const std::uint64_t hi = off && i + 1 < kLimbs ? limbs_[i + 1] << (64 - off) : 0;
+    return lo | hi;
+  }
+
+  std::array<std::uint64_t, kLimbs> limbs_{};
+};
+
+}  // namespace flashkm::detail
