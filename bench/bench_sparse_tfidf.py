@@ -245,11 +245,15 @@ def make_runners(k, C0):
     def run_flashkm(X, iters):
         return flashkm.KMeans(k, init=C0, n_init=1, max_iter=iters, tol=0, n_threads=2).fit(X)
 
+    # The same fit with the bounded assignment off: every distance computed.
+    def run_flashkm_noprune(X, iters):
+        return flashkm.KMeans(k, init=C0, n_init=1, max_iter=iters, tol=0, n_threads=2, prune=False).fit(X)
+
     def run_sklearn(X, iters):
         with threadpool_limits(limits=2):
             return SkKMeans(k, init=C0, n_init=1, max_iter=iters, tol=0, algorithm="lloyd").fit(X)
 
-    runners = {"flashkm": run_flashkm, "sklearn": run_sklearn}
+    runners = {"flashkm": run_flashkm, "flashkm-noprune": run_flashkm_noprune, "sklearn": run_sklearn}
     try:
         from sklearnex.cluster import KMeans as ExKMeans
 
@@ -289,7 +293,7 @@ def main():
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--iters", default="4,12", help="a,b: max_iter of the two runs")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", default="flashkm,sklearn,sklearnex")
+    ap.add_argument("--only", default="flashkm,flashkm-noprune,sklearn,sklearnex")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default="")
     args = ap.parse_args()
@@ -347,6 +351,9 @@ def main():
                 t = time.perf_counter()
                 km = runners[nm](X, iters)
                 rec[iters] = (time.perf_counter() - t, int(km.n_iter_))
+                if nm.startswith("flashkm"):
+                    # Fraction of the N x K distances each iteration computed (pruning).
+                    rec["distance_fraction"] = ([h["distances"] / (n * args.k) for h in km.history_])
                 if nm == "sklearnex":
                     rec.setdefault("log", list(cap.lines))
                 if rep == 0:
@@ -354,7 +361,9 @@ def main():
             (ta, ia), (tb, ib) = rec[a], rec[b]
             per = (tb - ta) / (ib - ia) if ib > ia else float("nan")
             raw[nm].append({"T_a": ta, "n_iter_a": ia, "T_b": tb, "n_iter_b": ib,
-                            "seconds_per_iteration": per, **({"log": rec["log"]} if "log" in rec else {})})
+                            "seconds_per_iteration": per, **({"log": rec["log"]} if "log" in rec else {}),
+                            **({"distance_fraction_at_b": rec["distance_fraction"]}
+                               if "distance_fraction" in rec else {})})
             print(f"round {rep + 1} {nm:10s} T({ia})={ta:7.2f}s T({ib})={tb:7.2f}s "
                   f"-> {per:.4f} s/iter", flush=True)
     uptime_after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()

@@ -304,10 +304,12 @@ nb::dict fit_sparse(const Values<T>& data, const Indices& indices, const Offsets
                     std::size_t n_clusters, const std::string& init, std::optional<Matrix<T>> init_centroids,
                     int n_init, int max_iter, double tol, std::uint64_t seed, int n_threads,
                     std::optional<Weights> sample_weight, std::optional<nb::callable> callback,
-                    const std::string& target, const std::string& metric, std::optional<nb::callable> seed_callback) {
+                    const std::string& target, const std::string& metric, const std::string& prune,
+                    std::optional<nb::callable> seed_callback) {
   const flashkm::CsrView<T> X = csr_view(data, indices, indptr, cols);
   flashkm::KMeansOptions o = kmeans_options<T>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
                                                n_threads, sample_weight, target, metric);
+  o.prune = prune_of(prune);
   o.callback = python_callback(callback);
   o.seed_callback = python_seed_callback(seed_callback);
   flashkm::KMeansResult<T> r;
@@ -376,7 +378,7 @@ template <class T>
 void bind_sparse(nb::module_& m) {
   m.def("fit_sparse", &fit_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a, "n_clusters"_a, "init"_a,
         "init_centroids"_a.none(), "n_init"_a, "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a,
-        "sample_weight"_a.none(), "callback"_a.none(), "target"_a, "metric"_a = "euclidean",
+        "sample_weight"_a.none(), "callback"_a.none(), "target"_a, "metric"_a = "euclidean", "prune"_a = "auto",
         "seed_callback"_a.none() = nb::none());
   m.def("kmeans_plusplus_sparse", &kmeans_plusplus_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a,
         "n_clusters"_a, "sample_weight"_a.none(), "seed"_a, "n_local_trials"_a, "n_threads"_a);

@@ -46,9 +46,9 @@ def _parts(X):
 
 
 def fit(X, n_clusters, init, centers, *, prune, **kwargs):
-    """_core.fit, or its sparse twin for sparse X (which computes every distance: no pruning)."""
+    """_core.fit, or its sparse twin for sparse X."""
     if issparse(X):
-        return _core.fit_sparse(*_parts(X), n_clusters, init, centers, **kwargs)
+        return _core.fit_sparse(*_parts(X), n_clusters, init, centers, prune=prune, **kwargs)
     return _core.fit(X, n_clusters, init, centers, prune=prune, **kwargs)
 
 

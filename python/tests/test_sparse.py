@@ -258,3 +258,34 @@ def test_minibatch_random_init_on_sparse():
     m = flashkm.MiniBatchKMeans(10, init="random", random_state=0, n_init=2).fit(X)
     d = flashkm.MiniBatchKMeans(10, init="random", random_state=0, n_init=2).fit(X.toarray())
     np.testing.assert_allclose(m.cluster_centers_, d.cluster_centers_, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_pruning_changes_the_speed_never_the_answer(dtype, metric):
+    # Clustered sparse rows: 12 topics of 60 columns each, a few columns anywhere.
+    rng = np.random.default_rng(8)
+    n, d, topics = 3000, 720, 12
+    rows, cols, vals = [], [], []
+    for i in range(n):
+        t = rng.integers(topics)
+        c = np.unique(np.concatenate([t * 60 + rng.integers(0, 60, 12), rng.integers(0, d, 2)]))
+        rows += [i] * len(c)
+        cols += list(c)
+        vals += list(rng.exponential(1.0, len(c)) + 0.1)
+    X = sp.csr_matrix((vals, (rows, cols)), shape=(n, d))
+    X = sp.csr_matrix(sp.diags(1 / np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())) @ X, dtype=dtype)
+    fits = {p: flashkm.KMeans(24, random_state=2, n_init=1, tol=0, max_iter=30, metric=metric, prune=p).fit(X)
+            for p in (False, True, "auto")}
+    off = fits[False]
+    for p in (True, "auto"):
+        on = fits[p]
+        np.testing.assert_array_equal(on.labels_, off.labels_)
+        np.testing.assert_array_equal(on.cluster_centers_, off.cluster_centers_)
+        assert on.inertia_ == off.inertia_ and on.n_iter_ == off.n_iter_
+        assert [h["inertia"] for h in on.history_] == [h["inertia"] for h in off.history_]
+    assert all(h["distances"] == n * 24 for h in off.history_)
+    assert fits[True].history_[-1]["distances"] < n * 24 // 2
+    # elkan means prune=True.
+    elkan = flashkm.KMeans(24, random_state=2, n_init=1, tol=0, max_iter=30, metric=metric, algorithm="elkan").fit(X)
+    assert [h["distances"] for h in elkan.history_] == [h["distances"] for h in fits[True].history_]
