@@ -1,5 +1,5 @@
-// Private header: an exact accumulator of non-negative doubles (a Kulisch-style long fixed-point
-// number). Adding is exact, so the sum does not depend on the order of the additions, on how
+// Private header: an exact accumulator of doubles (a Kulisch-style long fixed-point number in
+// two's complement). Adding is exact, so the sum does not depend on the order of the additions, on how
 // the values are split among threads or MPI ranks, or on the order the parts are merged in;
 // value() rounds the exact sum once, to nearest (ties to even). k-means|| uses it for the
 // potentials and candidate weights that must be bitwise the same for any number of ranks.
@@ -16,16 +16,18 @@ namespace flashkm::detail {
 
 class ExactSum {
  public:
-  /// Limbs of 64 bits: bit 0 weighs 2^-1074 (the least subnormal); the largest finite double's
-  /// top bit is bit 2097, and 64 more bits of headroom hold 2^64 additions of it.
+  /// Limbs of 64 bits, two's complement: bit 0 weighs 2^-1074 (the least subnormal); the
+  /// largest finite double's top bit is bit 2097, and 64 more bits of headroom hold 2^64
+  /// additions of it, below the sign bit 2175.
   static constexpr std::size_t kLimbs = 34;
 
-  /// Adds a finite, non-negative double exactly.
+  /// Adds a finite double exactly.
   void add(double x) {
-    if (!(x >= 0) || !std::isfinite(x)) throw std::invalid_argument("ExactSum: not a finite non-negative value");
+    if (!std::isfinite(x)) throw std::invalid_argument("ExactSum: not a finite value");
     if (x == 0) return;
+    const bool negative = x < 0;
     int e = 0;
-    const double m = std::frexp(x, &e);  // x = m 2^e, m in [0.5, 1)
+    const double m = std::frexp(std::abs(x), &e);  // |x| = m 2^e, m in [0.5, 1)
     // x = q 2^(e - 53) with q a 53-bit integer; below the normal range the exponent stops at
     // -1074 and q is smaller (frexp normalises subnormals, so shift them back).
     int shift = e - 53 + 1074;
@@ -34,7 +36,11 @@ class ExactSum {
       q >>= -shift;  // exact: a subnormal's low bits below 2^-1074 are zero
       shift = 0;
     }
-    add_bits(q, static_cast<std::size_t>(shift));
+    if (negative) {
+      sub_bits(q, static_cast<std::size_t>(shift));
+    } else {
+      add_bits(q, static_cast<std::size_t>(shift));
+    }
   }
 
   /// Adds another accumulator (exact).
@@ -55,8 +61,29 @@ class ExactSum {
   /// The limbs, least significant first (to send to other ranks).
   const std::array<std::uint64_t, kLimbs>& limbs() const { return limbs_; }
 
-  /// The exact sum rounded to the nearest double (ties to even); +inf past the largest double.
+  /// The exact sum rounded to the nearest double (ties to even); infinite past the largest.
   double value() const {
+    if (limbs_[kLimbs - 1] >> 63) {  // negative: round the magnitude (symmetric rounding)
+      ExactSum neg;
+      neg.merge(*this);
+      neg.negate();
+      return -neg.magnitude();
+    }
+    return magnitude();
+  }
+
+ private:
+  void negate() {
+    unsigned carry = 1;
+    for (std::size_t i = 0; i < kLimbs; ++i) {
+      const std::uint64_t v = ~limbs_[i] + carry;
+      carry = carry && v == 0;
+      limbs_[i] = v;
+    }
+  }
+
+  // The (non-negative) number rounded to nearest-even.
+  double magnitude() const {
     std::size_t h = kLimbs;
     while (h > 0 && limbs_[h - 1] == 0) --h;
     if (h == 0) return 0.0;
@@ -78,7 +105,6 @@ class ExactSum {
     return std::ldexp(static_cast<double>(q), static_cast<int>(start + drop) - 1074);
   }
 
- private:
   void add_bits(std::uint64_t q, std::size_t shift) {
     const std::size_t i = shift / 64, off = shift % 64;
     const std::uint64_t lo = q << off;
@@ -92,6 +118,22 @@ class ExactSum {
       s = limbs_[j] + add;
       add = s < limbs_[j];
       limbs_[j] = s;
+      ++j;
+    }
+  }
+
+  void sub_bits(std::uint64_t q, std::size_t shift) {
+    const std::size_t i = shift / 64, off = shift % 64;
+    const std::uint64_t lo = q << off;
+    const std::uint64_t hi = off ? q >> (64 - off) : 0;
+    std::uint64_t borrow = limbs_[i] < lo;
+    limbs_[i] -= lo;
+    std::size_t j = i + 1;
+    std::uint64_t sub = hi + borrow;  // hi < 2^53: no overflow
+    while (sub != 0 && j < kLimbs) {
+      borrow = limbs_[j] < sub;
+      limbs_[j] -= sub;
+      sub = borrow;
       ++j;
     }
   }
