@@ -1,0 +1,378 @@
+// The CPU engine's bounded assignment (docs/KERNELS.md, "Bounded assignment"): Yinyang groups of
+// centroids, per-row float bounds that account for rounding, and the surviving rows scored by the
+// same micro-kernel as the plain assignment, so that labels and distances are bitwise its own.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "cpu/cpu_engine_impl.hpp"
+
+namespace flashkm::detail {
+
+template <class T>
+bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
+  prune_ = false;
+  bounds_valid_ = false;
+  dist_stale_ = false;
+  iter_bounded_ = false;
+  grouped_ = false;
+  bounded_iters_ = 0;
+  fractions_.clear();
+  auto_prune_ = prune == Prune::kAuto;
+  if (prune == Prune::kOff || k == 0) return false;
+  // Groups of whole panels, in index order: one panel each (Yinyang's K/10 centroids per
+  // group is about one panel of 16 or 32 at the K where grouping pays), fewer and larger
+  // groups where their float lower bounds would outgrow X itself (4 (1 + G) bytes per row).
+  const PanelKernels<T>* panel = panel_for(k);
+  const std::size_t npanels = (k + panel->nr - 1) / panel->nr;
+  const std::size_t fit = row_bytes_ / 4 > 1 ? row_bytes_ / 4 - 1 : 1;
+  const std::size_t cap = std::min(kMaxGroups, fit);
+  const std::size_t per = (npanels + cap - 1) / cap;
+  group_size_ = per * panel->nr;
+  groups_ = (k + group_size_ - 1) / group_size_;
+  if (prune == Prune::kAuto && 4 * (1 + groups_) > row_bytes_) return false;
+  // 16-bit rows on AMX tiles: the bounded path scores survivors with the float32 kernels (the
+  // same bits, not the tiles' speed); auto leaves them to the tiles, on prunes them.
+  if (prune == Prune::kAuto && amx_mode_) return false;
+  // The largest row norm, for the guard against scores beyond float range: one pass over X,
+  // once per shift (not once per run).
+  if (rmax_ < 0) {
+    rmax_ = 0;
+    for_each_chunk([&](const Chunk<T>& ch) {
+      double mx = 0;
+#pragma omp parallel for num_threads(threads_) schedule(static) reduction(max : mx)
+      for (std::size_t i = 0; i < ch.x.rows; ++i) {
+        const T* row = ch.x.row(i);
+        double sq = 0;
+        for (std::size_t j = 0; j < dim_; ++j) {
+          const double v = static_cast<double>(static_cast<T>(row[j] - shift_t_[j]));
+          sq += v * v;
+        }
+        mx = std::max(mx, sq);
+      }
+      rmax_ = std::max(rmax_, mx);
+    });
+    rmax_ = std::sqrt(rmax_) * (1 + 0x1p-30);
+  }
+  ub_.assign(n_, 0.0f);
+  lb_.assign(n_ * groups_, 0.0f);
+  prune_ = true;
+  return true;
+}
+
+template <class T>
+typename CpuEngine<T>::BoundScratch CpuEngine<T>::make_scratch() const {
+  BoundScratch s;
+  const std::size_t P = table_->center_pad;
+  s.idx.resize(P);
+  s.xp.resize(P * dim_);
+  s.xnorm.resize(P);
+  s.min1.resize(P * groups_);
+  s.min2.resize(P * groups_);
+  s.idx1.resize(P * groups_);
+  s.best_s.resize(P);
+  s.best_j.resize(P);
+  s.eps.resize(P);
+  s.computed.resize(groups_);
+  return s;
+}
+
+// Rows per sorting block of the bounded assignment: survivors are sorted by label within it
+// and scored a sliver at a time. A power of two no larger than a fused tile, so the blocks
+// are the same whichever path or chunking delivers the rows (the distance counts too).
+template <class T>
+std::size_t CpuEngine<T>::bound_block_rows() const { return std::min<std::size_t>(512, fused_tile_rows(row_bytes_)); }
+
+// The centroids as the kernels multiply them, their norms and drifts, and the iteration's
+// slack; decides whether this assign_update runs bounded.
+template <class T>
+void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
+  iter_bounded_ = false;
+  if (!prune_) return;
+  cur_c_.resize(k * dim_);
+  for (std::size_t i = 0; i < k * dim_; ++i) cur_c_[i] = static_cast<T>(centroids[i]);
+  const double rel = 1 + static_cast<double>(dim_ + 4) * 0x1p-52;  // double sums of squares
+  double nmin = std::numeric_limits<double>::infinity(), nmax = 0;
+  for (std::size_t c = 0; c < k; ++c) {
+    double sq = 0;
+    for (std::size_t j = 0; j < dim_; ++j) {
+      const double v = static_cast<double>(cur_c_[c * dim_ + j]);
+      sq += v * v;
+    }
+    nmin = std::min(nmin, sq / rel);
+    nmax = std::max(nmax, sq * rel);
+  }
+  bounds::Slack& sl = slack_;
+  sl.cmax = std::sqrt(nmax) * (1 + 0x1p-50);
+  sl.factor = 4 * bounds::gamma<T>(2 * dim_ + 4);
+  sl.eta = 8 * static_cast<double>(dim_ + 4) * static_cast<double>(std::numeric_limits<T>::denorm_min());
+  sl.nmin = inner_product_ ? nmin : 0;
+  sl.nmax = inner_product_ ? nmax : 0;
+  sl.dn = inner_product_ ? nmax - nmin + std::ldexp(nmax, -50) : 0;
+  // Scores and bounds must stay far inside float range (the float bounds, and the kernels'
+  // float scores, whose NaN and infinity rules the bounded path does not reproduce).
+  const double big = (sl.cmax + rmax_) * (sl.cmax + rmax_);
+  if (!(big < 1e30)) {
+    bounds_valid_ = false;
+    return;
+  }
+  if (bounds_valid_ && prev_c_.size() != cur_c_.size()) bounds_valid_ = false;
+  if (!grouped_ || order_.size() != k) make_groups(centroids, k);
+  // The centroids packed in group order, with each position's centroid index.
+  {
+    std::vector<double> permuted(k * dim_);
+    for (std::size_t p = 0; p < k; ++p) {
+      std::copy_n(centroids + order_[p] * dim_, dim_, permuted.begin() + static_cast<std::ptrdiff_t>(p * dim_));
+    }
+    T* bp = bpacked_.reserve(panel_->packed_size(k, dim_));
+    panel_->pack_centroids(permuted.data(), k, dim_, bp);
+    const std::size_t kpad = (k + panel_->nr - 1) / panel_->nr * panel_->nr;
+    if (inner_product_) std::fill_n(bp + kpad * dim_, k, T(0));
+    ids_.assign(kpad, std::numeric_limits<T>::infinity());
+    for (std::size_t p = 0; p < k; ++p) ids_[p] = static_cast<T>(order_[p]);
+  }
+  if (bounds_valid_) {
+    drift_.assign(k, 0.0);
+    gdrift_.assign(groups_, 0.0);
+    for (std::size_t c = 0; c < k; ++c) {
+      double sq = 0;
+      for (std::size_t j = 0; j < dim_; ++j) {
+        // Differences of two T values are exact in double.
+        const double e = static_cast<double>(cur_c_[c * dim_ + j]) - static_cast<double>(prev_c_[c * dim_ + j]);
+        sq += e * e;
+      }
+      drift_[c] = std::sqrt(sq) * rel * (1 + 0x1p-50);
+      const std::size_t g = pos_of_[c] / group_size_;
+      gdrift_[g] = std::max(gdrift_[g], drift_[c]);
+    }
+  }
+  iter_bounded_ = true;
+}
+
+// Yinyang's groups: centroids that are close together, so that a row far from a group is far
+// from all of it. Balanced recursive bisection of the first iteration's centroids (a group is
+// whole panels, so every group but the last holds exactly group_size_): split along the line
+// between two mutually far centroids, at the projection's order statistic. Kept for the run.
+template <class T>
+void CpuEngine<T>::make_groups(const double* c, std::size_t k) {
+  order_.resize(k);
+  for (std::size_t i = 0; i < k; ++i) order_[i] = static_cast<std::uint32_t>(i);
+  const std::size_t dim = dim_, gs = group_size_;
+  auto sq = [&](std::size_t a, std::size_t b) {
+    double t = 0;
+    for (std::size_t j = 0; j < dim; ++j) {
+      const double e = c[a * dim + j] - c[b * dim + j];
+      t += e * e;
+    }
+    return t;
+  };
+  std::vector<std::pair<double, std::uint32_t>> proj;
+  std::vector<std::pair<std::size_t, std::size_t>> todo{{0, k}};
+  while (!todo.empty()) {
+    // Plain variables, not a structured binding: the lambda below captures them (clang 14).
+    const std::size_t lo = todo.back().first, hi = todo.back().second;
+    todo.pop_back();
+    if (hi - lo <= gs) continue;
+    const std::size_t ng = (hi - lo + gs - 1) / gs, left = ng / 2 * gs;
+    auto farthest_from = [&](std::size_t a) {
+      std::size_t best = order_[lo];
+      double bd = -1;
+      for (std::size_t p = lo; p < hi; ++p) {
+        const double dd = sq(a, order_[p]);
+        if (dd > bd) {
+          bd = dd;
+          best = order_[p];
+        }
+      }
+      return best;
+    };
+    const std::size_t b = farthest_from(order_[lo]), e = farthest_from(b);
+    proj.clear();
+    for (std::size_t p = lo; p < hi; ++p) {
+      double t = 0;
+      for (std::size_t j = 0; j < dim; ++j) t += c[order_[p] * dim + j] * (c[b * dim + j] - c[e * dim + j]);
+      proj.emplace_back(t, order_[p]);
+    }
+    std::sort(proj.begin(), proj.end());
+    for (std::size_t p = lo; p < hi; ++p) order_[p] = proj[p - lo].second;
+    todo.emplace_back(lo, lo + left);
+    todo.emplace_back(lo + left, hi);
+  }
+  pos_of_.resize(k);
+  for (std::size_t p = 0; p < k; ++p) pos_of_[order_[p]] = static_cast<std::uint32_t>(p);
+  grouped_ = true;
+}
+
+// Bounded FlashAssign over rows [r0, r1) of a chunk, in parallel blocks; returns the labels
+// changed and adds to counts_.
+template <class T>
+std::size_t CpuEngine<T>::bounded_chunk(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* labels,
+                                        T* dist) {
+  const std::size_t bb = bound_block_rows();
+  const std::size_t nb = (r1 - r0 + bb - 1) / bb;
+  std::size_t changed = 0;
+  std::uint64_t distances = 0, pruned = 0;
+#pragma omp parallel num_threads(threads_) reduction(+ : changed, distances, pruned)
+  {
+    BoundScratch s = make_scratch();
+    BoundCounts c;
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t b = 0; b < nb; ++b) {
+      changed += bounded_block(ch, r0 + b * bb, std::min(r1, r0 + (b + 1) * bb), labels + ch.first,
+                               dist + ch.first, s, c);
+    }
+    distances += c.distances;
+    pruned += c.pruned;
+  }
+  counts_.distances += distances;
+  counts_.pruned += pruned;
+  return changed;
+}
+
+// Rows [r0, r1) of a chunk on one thread, in sorting blocks (lab and dst chunk-local).
+template <class T>
+std::size_t CpuEngine<T>::bounded_rows(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* lab, T* dst,
+                                       BoundScratch& s, BoundCounts& c) {
+  std::size_t changed = 0;
+  const std::size_t bb = bound_block_rows();
+  for (std::size_t b = r0; b < r1; b += bb) changed += bounded_block(ch, b, std::min(r1, b + bb), lab, dst, s, c);
+  return changed;
+}
+
+// One sorting block. Each row's bounds first follow its centroids' drifts; a row whose upper
+// bound stays below its lower bounds by the scores' rounding slack keeps its label and
+// computes nothing. The others are sorted by label and scored a sliver at a time: first the
+// groups of their own centroids, then every group whose lower bound does not exceed the
+// best score found, by the same micro-kernel and arithmetic as assign_rows. A group skipped
+// for a row provably holds no centroid whose float score could reach the row's best, so the
+// label (lowest index among equal scores) and distance are bitwise assign_rows' own.
+template <class T>
+std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std::size_t b1, std::int32_t* lab, T* dst,
+                                        BoundScratch& s, BoundCounts& counts) {
+  const std::size_t G = groups_, gs = group_size_, P = table_->center_pad, dim = dim_, k = k_;
+  const bounds::Slack& sl = slack_;
+  const bool valid = bounds_valid_;
+  s.keyed.clear();
+  for (std::size_t r = b0; r < b1; ++r) {
+    if (!valid) {
+      s.keyed.emplace_back(0, static_cast<std::uint32_t>(r));
+      continue;
+    }
+    const std::size_t gr = ch.first + r;
+    const std::int32_t a = lab[r];
+    const float U = bounds::up_add(ub_[gr], drift_[static_cast<std::size_t>(a)]);
+    ub_[gr] = U;
+    float* lb = lb_.data() + gr * G;
+    float lmin = std::numeric_limits<float>::infinity();
+    for (std::size_t g = 0; g < G; ++g) {
+      const float l = bounds::down_sub(lb[g], gdrift_[g]);
+      lb[g] = l;
+      lmin = std::min(lmin, l);
+    }
+    const double u = U, l = lmin;
+    // The row's norm is at most U + cmax (triangle inequality through its centroid).
+    if (u * u + 2 * sl.eps(u + sl.cmax) + sl.dn < l * l * bounds::kTestMargin) {
+      ++counts.pruned;
+      continue;
+    }
+    s.keyed.emplace_back(static_cast<std::int32_t>(pos_of_[static_cast<std::size_t>(a)]), static_cast<std::uint32_t>(r));
+  }
+  // Survivors of one centroid, then of its group, go together: a sliver's rows mostly need
+  // the same groups.
+  if (valid) std::sort(s.keyed.begin(), s.keyed.end());
+  std::size_t changed = 0;
+  const std::size_t ns = s.keyed.size();
+  const double rel_x = 1.0 / (1.0 - bounds::gamma<T>(2 * dim + 4));
+  for (std::size_t s0 = 0; s0 < ns; s0 += P) {
+    const std::size_t m = std::min(P, ns - s0);
+    for (std::size_t i = 0; i < m; ++i) s.idx[i] = s.keyed[s0 + i].second;
+    table_->pack_rows(ch.pts, s.idx.data(), m, s.xp.data(), s.xnorm.data());
+    std::fill(s.computed.begin(), s.computed.end(), 0);
+    for (std::size_t i = 0; i < m; ++i) {
+      s.best_s[i] = std::numeric_limits<T>::infinity();
+      s.best_j[i] = std::numeric_limits<std::int32_t>::max();
+      s.eps[i] = sl.eps(std::sqrt(static_cast<double>(s.xnorm[i]) * rel_x) * (1 + 0x1p-40));
+    }
+    auto score = [&](std::size_t g) {
+      const std::size_t c0 = g * gs, c1 = std::min(k, c0 + gs);
+      panel_->group_min(s.xp.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data() + g * P,
+                        s.idx1.data() + g * P, s.min2.data() + g * P);
+      s.computed[g] = 1;
+      counts.distances += m * (c1 - c0);
+      for (std::size_t i = 0; i < m; ++i) {
+        const T v = s.min1[g * P + i];
+        const std::int32_t j = s.idx1[g * P + i];
+        if (v < s.best_s[i] || (v == s.best_s[i] && j < s.best_j[i])) {
+          s.best_s[i] = v;
+          s.best_j[i] = j;
+        }
+      }
+    };
+    if (!valid) {
+      for (std::size_t g = 0; g < G; ++g) score(g);
+    } else {
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::size_t g = pos_of_[static_cast<std::size_t>(lab[s.idx[i]])] / gs;
+        if (!s.computed[g]) score(g);
+      }
+      for (std::size_t g = 0; g < G; ++g) {
+        if (s.computed[g]) continue;
+        for (std::size_t i = 0; i < m; ++i) {
+          // Every score in g is at least L^2 - ||x||^2 - nmax - eps: skip g if that exceeds
+          // the best score found (so none can equal it either).
+          const double l = lb_[(ch.first + s.idx[i]) * G + g];
+          const double thr = static_cast<double>(s.best_s[i]) + static_cast<double>(s.xnorm[i]) + 2 * s.eps[i] + sl.nmax;
+          if (!(l * l * bounds::kTestMargin > thr)) {
+            score(g);
+            break;
+          }
+        }
+      }
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::size_t r = s.idx[i], gr = ch.first + r;
+      const std::int32_t label = s.best_j[i];
+      changed += lab[r] != label;
+      lab[r] = label;
+      dst[r] = std::max(T(0), s.xnorm[i] + s.best_s[i]);
+      const double x = s.xnorm[i], e = s.eps[i];
+      ub_[gr] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(s.best_s[i]) + x + e + sl.nmax)));
+      float* lb = lb_.data() + gr * G;
+      for (std::size_t g = 0; g < G; ++g) {
+        if (!s.computed[g]) continue;
+        const T v = s.idx1[g * P + i] == label ? s.min2[g * P + i] : s.min1[g * P + i];
+        lb[g] = bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - e + sl.nmin)));
+      }
+    }
+  }
+  return changed;
+}
+
+template bool CpuEngine<float>::begin_run(Prune, std::size_t);
+template CpuEngine<float>::BoundScratch CpuEngine<float>::make_scratch() const;
+template std::size_t CpuEngine<float>::bound_block_rows() const;
+template void CpuEngine<float>::prepare_bounds(const double*, std::size_t);
+template void CpuEngine<float>::make_groups(const double*, std::size_t);
+template std::size_t CpuEngine<float>::bounded_chunk(const Chunk<float>&, std::size_t, std::size_t, std::int32_t*,
+                                                     float*);
+template std::size_t CpuEngine<float>::bounded_rows(const Chunk<float>&, std::size_t, std::size_t, std::int32_t*,
+                                                    float*, BoundScratch&, BoundCounts&);
+template std::size_t CpuEngine<float>::bounded_block(const Chunk<float>&, std::size_t, std::size_t, std::int32_t*,
+                                                     float*, BoundScratch&, BoundCounts&);
+template bool CpuEngine<double>::begin_run(Prune, std::size_t);
+template CpuEngine<double>::BoundScratch CpuEngine<double>::make_scratch() const;
+template std::size_t CpuEngine<double>::bound_block_rows() const;
+template void CpuEngine<double>::prepare_bounds(const double*, std::size_t);
+template void CpuEngine<double>::make_groups(const double*, std::size_t);
+template std::size_t CpuEngine<double>::bounded_chunk(const Chunk<double>&, std::size_t, std::size_t, std::int32_t*,
+                                                      double*);
+template std::size_t CpuEngine<double>::bounded_rows(const Chunk<double>&, std::size_t, std::size_t, std::int32_t*,
+                                                     double*, BoundScratch&, BoundCounts&);
+template std::size_t CpuEngine<double>::bounded_block(const Chunk<double>&, std::size_t, std::size_t, std::int32_t*,
+                                                      double*, BoundScratch&, BoundCounts&);
+
+}  // namespace flashkm::detail

@@ -1,0 +1,263 @@
+// Private header of the CPU room: the CPU engine, CpuEngine<T> (FlashAssign + Sort-Inverse Update
+// on OpenMP threads, over a matrix in memory or the chunks of a RowSource). Its member functions
+// are defined one concern per file, BLIS style:
+//   cpu_engine.cc   construction, the plain Engine overrides, the seeding glue, the factories
+//   cpu_assign.cc   FlashAssign's driver: rows to the panel kernels (or AMX) in parallel tasks
+//   cpu_bounded.cc  the bounded assignment: Yinyang groups and per-row bounds, survivors scored
+//   cpu_fused.cc    the fused step: assignment and update per tile (small K)
+//   cpu_update.cc   the Sort-Inverse Update, the grouped step, and the float64 statistics
+// rows.hpp walks the data in chunks; cpu_targets.hpp picks the kernel table. The templates that
+// take a lambda (for_each_chunk, for_row_tasks, block_sums) are defined here, so that every file
+// inlines its own.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "cpu/aligned_buffer.hpp"
+#include "cpu/amx.hpp"
+#include "cpu/bounds.hpp"
+#include "cpu/kernel_table.hpp"
+#include "cpu/rows.hpp"
+#include "cpu/seeding.hpp"
+#include "flashkm/matrix_view.hpp"
+
+namespace flashkm::detail {
+
+template <class T>
+class CpuEngine final : public Engine<T> {
+ public:
+  // amx_mode: 0, or the 16-bit type of the rows for FlashAssign on AMX tiles or AVX-512-BF16
+  // (half_kernel) with float32 re-scoring (1 bfloat16, 2 float16; float engines only).
+  CpuEngine(Rows<T> rows, std::span<const double> weights, int n_threads, const KernelTable<T>* table,
+            std::size_t row_offset, int amx_mode = 0, HalfKernel half_kernel = HalfKernel::kTiles);
+
+  // The Engine interface (core/engine.hpp); defined in cpu_engine.cc unless another file is named.
+  std::size_t rows() const override;
+  std::size_t cols() const override;
+  const double* shift() const override;
+  const char* target() const override;
+  const double* weights() const override;
+  const double* mean() const override;
+  void set_mean(const double* mean) override;
+  std::vector<FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override;
+  void row_centred(std::size_t i, double* out) override;
+  double mean_variance() override;  // cpu_update.cc
+  void set_centroids(const double* centroids, std::size_t k) override;
+  void set_inner_product(bool on) override;
+  double total_weight() override;
+  void set_weights(const double* weights) override;
+  std::vector<double> normalising_weights(const double* weights) override;
+  std::size_t assign(std::int32_t* labels, T* dist) override;  // cpu_assign.cc
+  void lower_closest(const double* centroid, T* closest) override;
+  void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) override;
+  double seed_start(const double* centre, std::size_t k) override;
+  std::vector<std::size_t> seed_draw(const std::vector<double>& targets) override;
+  void seed_potentials(const double* candidates, std::size_t m, double* pot) override;
+  void seed_keep(std::size_t t) override;
+  std::vector<std::size_t> seed_oversample(double l, double psi, std::uint64_t key) override;
+  double seed_add_many(const double* centres, std::size_t m) override;
+  std::vector<double> seed_owner_weights() override;
+  std::uint64_t seed_distances() const override;
+  const char* update_path() const override;
+  void seed_end() override;
+  void sqdistances(T* out) override;  // cpu_assign.cc
+  double update(const std::int32_t* labels, const double* centroids, std::size_t k, double* sums,
+                double* wsums) override;  // cpu_update.cc
+  double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
+                       double* sums, double* wsums, std::size_t* changed) override;  // cpu_update.cc
+  std::uint64_t last_distances() const override;
+  bool begin_run(Prune prune, std::size_t k) override;  // cpu_bounded.cc
+
+ private:
+  // The panel width the kernels use for k centroids (both panels follow one contract).
+  const PanelKernels<T>* panel_for(std::size_t k) const { return k <= table_->narrow.nr ? &table_->narrow : &table_->wide; }
+
+  // ---- Chunks and parallel row tasks ----
+
+  template <class Fn>
+  void for_each_chunk(Fn&& fn) {
+    data_.for_each_chunk(granule_, [&](MatrixView<T> x, std::size_t first) {
+      fn(Chunk<T>{x, first, PointsRef<T>{x.data, x.stride, dim_, shift_t_.data()}});
+    });
+  }
+
+  // Runs fn(a, b) over rows [r0, r1) in parallel tasks: enough of them for dynamic balancing,
+  // each large enough to amortise its scratch set-up. For per-row work only (the split varies
+  // with the thread count).
+  template <class Fn>
+  void for_row_tasks(std::size_t r0, std::size_t r1, Fn&& fn) {
+    const std::size_t rows = r1 - r0;
+    const std::size_t per = rows / (static_cast<std::size_t>(threads_) * 8) + 1;
+    const std::size_t chunk = std::clamp<std::size_t>(per, 64, 8192);
+    const std::size_t ntasks = (rows + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+    for (std::size_t t = 0; t < ntasks; ++t) fn(r0 + t * chunk, std::min(r1, r0 + (t + 1) * chunk));
+  }
+
+  // Sums over all rows of width values per row, in fixed blocks of stat_rows rows run in
+  // parallel: fn(chunk, r0, r1, part) adds the chunk's rows [r0, r1) into its own zeroed
+  // part[width]; the blocks' parts are then added in block order, so the totals depend neither
+  // on the thread count nor on the chunking.
+  template <class Fn>
+  std::vector<double> block_sums(std::size_t width, Fn&& fn) {
+    const std::size_t sr = stat_rows(row_bytes_);
+    std::vector<double> total(width, 0.0);
+    std::vector<double> part;
+    for_each_chunk([&](const Chunk<T>& ch) {
+      const std::size_t nb = (ch.x.rows + sr - 1) / sr;
+      part.assign(nb * width, 0.0);
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+      for (std::size_t b = 0; b < nb; ++b) {
+        fn(ch, b * sr, std::min(ch.x.rows, (b + 1) * sr), part.data() + b * width);
+      }
+      for (std::size_t j = 0; j < width; ++j) {
+        for (std::size_t b = 0; b < nb; ++b) total[j] += part[b * width + j];
+      }
+    });
+    return total;
+  }
+
+  // ---- Seeding glue (cpu_engine.cc) ----
+  void lower_overflowed(const T* c, std::int32_t index);
+  PointsRef<T> centres_ref(const T* centres);
+
+  // ---- FlashAssign (cpu_assign.cc) ----
+  std::size_t assign_chunk(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* labels, T* dist);
+  // The packed centroids' squared norms (after the panels; see kernel_table.hpp).
+  T* packed_norms() { return packed_.data() + (k_ + panel_->nr - 1) / panel_->nr * panel_->nr * dim_; }
+  std::size_t assign_rows(const PointsRef<T>& pts, std::size_t a, std::size_t b, std::int32_t* lab, T* dst);
+
+  // ---- Bounded assignment (cpu_bounded.cc; docs/KERNELS.md, "Bounded assignment") ----
+
+  // Bounded iterations per window of auto's judgement of the payoff.
+  static constexpr std::size_t kAutoWindow = 10;
+
+  // Most lower bounds kept per row (Yinyang groups).
+  static constexpr std::size_t kMaxGroups = 64;
+
+  struct BoundCounts {
+    std::uint64_t distances = 0;
+    std::uint64_t pruned = 0;
+  };
+
+  // Per-thread scratch of the bounded assignment.
+  struct BoundScratch {
+    std::vector<std::pair<std::int32_t, std::uint32_t>> keyed;  // (label, row) of the survivors
+    std::vector<std::uint32_t> idx;
+    std::vector<T> xp, xnorm, min1, min2, best_s;
+    std::vector<std::int32_t> idx1, best_j;
+    std::vector<double> eps;
+    std::vector<char> computed;
+  };
+
+  BoundScratch make_scratch() const;
+  std::size_t bound_block_rows() const;
+  void prepare_bounds(const double* centroids, std::size_t k);
+  void make_groups(const double* c, std::size_t k);
+  std::size_t bounded_chunk(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* labels, T* dist);
+  std::size_t bounded_rows(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* lab, T* dst,
+                           BoundScratch& s, BoundCounts& c);
+  std::size_t bounded_block(const Chunk<T>& ch, std::size_t b0, std::size_t b1, std::int32_t* lab, T* dst,
+                            BoundScratch& s, BoundCounts& counts);
+
+  // ---- The fused step (cpu_fused.cc) ----
+  bool fused_fits(std::size_t k) const;
+  void assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::int32_t* labels, T* dist,
+                           double* sums, double* wsums, double* inertia, std::size_t* changed);
+
+  // ---- Sort-Inverse Update and float64 statistics (cpu_update.cc) ----
+  void begin_sums(const double* centroids, std::size_t k, double* sums, double* wsums);
+  void end_sums(std::size_t k, double* sums, const double* wsums) const;
+  std::size_t group_rows() const;
+  void update_group(const Chunk<T>& ch, std::size_t r0, std::size_t r1, const std::int32_t* labels,
+                    std::size_t k, double* sums, double* wsums, double* inertia);
+  void sort_by_label(const std::int32_t* labels, std::size_t n, std::size_t k, std::uint32_t* perm,
+                     std::uint64_t* offsets);
+  void compute_mean();
+
+  int amx_mode_;
+  HalfKernel half_kernel_;
+  AmxCentroids amx_;
+  Rows<T> data_;
+  std::size_t row_offset_;  // index of row 0 in the whole data set (shards), for messages
+  std::size_t n_;
+  std::size_t dim_;
+  std::size_t row_bytes_;
+  std::size_t granule_;  // rows per update super-block; a RowSource's chunks are multiples
+  const double* weights_;
+  int threads_;
+  const KernelTable<T>* table_;
+  const PanelKernels<T>* panel_ = nullptr;  // the panel width chosen for the current K
+  bool inner_product_ = false;
+  std::vector<double> mean_;
+  std::vector<double> shift_;
+  std::vector<T> shift_t_;
+  std::vector<T> row_buf_;
+
+  std::size_t k_ = 0;
+  AlignedBuffer<T> packed_;
+
+  // Bounded assignment: per-row bounds on exact distances (ub_: to the row's centroid; lb_:
+  // groups_ per row, to every other centroid of each group), valid for the labels of the last
+  // assign_update while bounds_valid_.
+  bool prune_ = false;         // this run prunes
+  bool bounds_valid_ = false;
+  bool iter_bounded_ = false;  // the current assign_update runs bounded
+  bool dist_stale_ = false;    // some rows' dist were not recomputed by the last assign_update
+  std::size_t groups_ = 1;
+  std::size_t group_size_ = 1;  // centroids per group (whole panels)
+  std::vector<float> ub_, lb_;
+  std::vector<T> cur_c_, prev_c_;  // centroids as the kernels multiply them, k x dim
+  bool grouped_ = false;           // order_ holds this run's groups
+  bool auto_prune_ = false;        // prune = auto: may give up within the run
+  int bounded_iters_ = 0;          // iterations of this run that started from valid bounds
+  std::vector<double> fractions_;  // their fractions of N*K distances computed
+  std::vector<std::uint32_t> order_;   // packed position -> centroid index (groups contiguous)
+  std::vector<std::uint32_t> pos_of_;  // centroid index -> packed position
+  AlignedBuffer<T> bpacked_;           // the centroids packed in order_
+  std::vector<T> ids_;                 // centroid index of each packed position, as T
+  std::vector<double> drift_, gdrift_;
+  double rmax_ = -1;  // largest norm of a row about the shift (-1: not taken yet)
+  bounds::Slack slack_;
+  BoundCounts counts_;
+  std::uint64_t last_distances_ = 0;
+  const char* path_ = "";  // the last assign_update's path (update_path)
+
+  // Seeding (seed_*, cpu/seeding.hpp): each row's closest squared distance to the centres
+  // chosen so far and the centre it was measured to; the centres and the step's candidates as
+  // the kernels subtract them; the step's thresholds.
+  std::vector<T> seed_closest_;
+  std::vector<std::int32_t> seed_owner_;
+  std::vector<double> seed_norm_;  // the rows' norms about the shift
+  std::vector<T> seed_centres_;
+  std::vector<T> seed_zero_;
+  std::size_t seed_count_ = 0;
+  std::vector<T> seed_cands_;
+  std::vector<double> seed_thr_;
+  std::vector<std::vector<SeedLowering<T>>> seed_low_;  // per statistics block
+  std::vector<char> seed_overflow_;                     // per statistics block
+  std::uint64_t seed_distances_ = 0;
+  SeedWindow seed_window_;
+  bool seed_bounded_ = true;  // the current step tests bounds
+
+  std::vector<std::uint64_t> hist_;
+  std::vector<std::uint64_t> offsets_;
+  std::vector<std::uint32_t> perm_;
+  std::vector<std::size_t> seg_begin_;
+  std::vector<std::uint32_t> seg_cluster_;
+  std::vector<std::size_t> block_seg_;
+  std::vector<std::size_t> block_first_;
+  std::vector<std::size_t> first_seg_;
+  std::vector<double> block_inertia_;
+  std::vector<double> abs_centroids_;
+  std::vector<double> part_sum_;
+  std::vector<double> part_w_;
+};
+
+}  // namespace flashkm::detail

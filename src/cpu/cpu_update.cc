@@ -1,0 +1,336 @@
+// The CPU engine's Sort-Inverse Update (docs/KERNELS.md, "Sort-Inverse Update"): counting sort
+// of the labels and fixed-block float64 reductions, alone or interleaved with the assignment (the
+// grouped step); and the fixed-block float64 statistics of X (mean, variance).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "cpu/cpu_engine_impl.hpp"
+#include "flashkm/errors.hpp"
+
+namespace flashkm::detail {
+
+// Sort-Inverse Update: the sorted order of a super-block is cut into blocks of this many points,
+// the unit of parallel work. Small enough that a super-block of wide rows still makes 16 blocks;
+// the partial sums this adds (D doubles per 256 rows) stay far below the size of X.
+constexpr std::size_t kUpdateBlock = 256;
+
+// Parallel blocks wanted per thread in one update group of super-blocks (dynamic balancing).
+constexpr std::size_t kBlocksPerThread = 16;
+
+template <class T>
+double CpuEngine<T>::mean_variance() {
+  const std::size_t dim = dim_;
+  const std::vector<double> sq = block_sums(dim, [&](const Chunk<T>& ch, std::size_t r0, std::size_t r1, double* p) {
+    for (std::size_t i = r0; i < r1; ++i) {
+      const T* row = ch.x.row(i);
+      for (std::size_t j = 0; j < dim; ++j) {
+        const double e = static_cast<double>(row[j]) - mean_[j];
+        p[j] += e * e;
+      }
+    }
+  });
+  double total = 0;
+  for (std::size_t j = 0; j < dim; ++j) total += sq[j] / static_cast<double>(n_);
+  return total / static_cast<double>(dim);
+}
+
+template <class T>
+double CpuEngine<T>::update(const std::int32_t* labels, const double* centroids, std::size_t k, double* sums,
+                            double* wsums) {
+  begin_sums(centroids, k, sums, wsums);
+  double inertia = 0;
+  const std::size_t group = group_rows();
+  for_each_chunk([&](const Chunk<T>& ch) {
+    for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
+      update_group(ch, r0, std::min(ch.x.rows, r0 + group), labels, k, sums, wsums, &inertia);
+    }
+  });
+  end_sums(k, sums, wsums);
+  return inertia;
+}
+
+template <class T>
+double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
+                                   double* sums, double* wsums, std::size_t* changed) {
+  set_centroids(centroids, k);
+  prepare_bounds(centroids, k);
+  begin_sums(centroids, k, sums, wsums);
+  double inertia = 0;
+  std::size_t total_changed = 0;
+  counts_ = {};
+  const bool fused = fused_fits(k);
+  path_ = fused ? "fused" : "grouped";
+  const std::size_t group = group_rows();
+  for_each_chunk([&](const Chunk<T>& ch) {
+    if (fused) {
+      assign_update_tiled(ch, k, labels, dist, sums, wsums, &inertia, &total_changed);
+      return;
+    }
+    // Assign a group of super-blocks, then reduce it while some of it is still in the caches.
+    for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
+      const std::size_t r1 = std::min(ch.x.rows, r0 + group);
+      total_changed += iter_bounded_ ? bounded_chunk(ch, r0, r1, labels, dist) : assign_chunk(ch, r0, r1, labels, dist);
+      update_group(ch, r0, r1, labels, k, sums, wsums, &inertia);
+    }
+  });
+  end_sums(k, sums, wsums);
+  *changed = total_changed;
+  if (iter_bounded_) {
+    last_distances_ = counts_.distances;
+    dist_stale_ = counts_.pruned > 0;
+    if (bounds_valid_) ++bounded_iters_;
+    bounds_valid_ = true;
+    prev_c_.swap(cur_c_);
+    // Auto gives up where the bounds do not pay: a survivor's distance costs about twice the
+    // plain kernel's (gathered rows, per-group reductions, the bounds' upkeep; measured
+    // 1.8-1.9x, docs/PERFORMANCE.md). Every kAutoWindow bounded iterations from the second
+    // window on, if the last window computed over a third of all distances on average and
+    // no less than 0.9x the window before (the bounds are not tightening), the run goes on
+    // unpruned (bitwise the same; only the speed differs). Counts only: deterministic.
+    if (bounded_iters_ > 0) fractions_.push_back(static_cast<double>(last_distances_) / (static_cast<double>(n_) * static_cast<double>(k)));
+    const std::size_t w = kAutoWindow, m = fractions_.size();
+    auto mean = [&](std::size_t a, std::size_t b) {
+      double t = 0;
+      for (std::size_t i = a; i < b; ++i) t += fractions_[i];
+      return t / static_cast<double>(b - a);
+    };
+    if (auto_prune_ && m >= 2 * w && m % w == 0 && mean(m - w, m) > 1.0 / 3 &&
+        mean(m - w, m) >= 0.9 * mean(m - 2 * w, m - w)) {
+      prune_ = false;
+    }
+  } else {
+    last_distances_ = static_cast<std::uint64_t>(n_) * k;
+    dist_stale_ = false;
+  }
+  return inertia;
+}
+
+// The kernels sum in X's own coordinates: raw sums (exact enough in float64 even for a large
+// common offset) against the centroids moved back by the shift. Sums are carried across
+// super-blocks and chunks and centred once at the end.
+template <class T>
+void CpuEngine<T>::begin_sums(const double* centroids, std::size_t k, double* sums, double* wsums) {
+  abs_centroids_.resize(k * dim_);
+  for (std::size_t c = 0; c < k; ++c) {
+    for (std::size_t j = 0; j < dim_; ++j) abs_centroids_[c * dim_ + j] = centroids[c * dim_ + j] + shift_[j];
+  }
+  std::fill(sums, sums + k * dim_, 0.0);
+  std::fill(wsums, wsums + k, 0.0);
+}
+
+template <class T>
+void CpuEngine<T>::end_sums(std::size_t k, double* sums, const double* wsums) const {
+  for (std::size_t c = 0; c < k; ++c) {
+    for (std::size_t j = 0; j < dim_; ++j) sums[c * dim_ + j] -= wsums[c] * shift_[j];
+  }
+}
+
+// Rows per update group: whole super-blocks, enough of them for kBlocksPerThread blocks per
+// thread. Only the parallel schedule depends on it (and on the thread count), never the order
+// of additions.
+template <class T>
+std::size_t CpuEngine<T>::group_rows() const {
+  const std::size_t blocks_per_super = std::max<std::size_t>(1, granule_ / kUpdateBlock);
+  const std::size_t want = kBlocksPerThread * static_cast<std::size_t>(threads_);
+  return granule_ * ((want + blocks_per_super - 1) / blocks_per_super);
+}
+
+// Sort-Inverse Update of the super-blocks in rows [r0, r1) of a chunk (r0 on a super-block
+// boundary). Each super-block's labels are counting-sorted on their own and its sorted order is
+// cut into blocks of kUpdateBlock positions; a segment is one cluster's run inside one block.
+// All blocks of the group are reduced in parallel; then each cluster's segments are added to
+// its running sum in (super-block, block) order, and the blocks' inertias to *inertia in block
+// order -- the order a single pass over all of X would use, whatever the grouping or chunking.
+template <class T>
+void CpuEngine<T>::update_group(const Chunk<T>& ch, std::size_t r0, std::size_t r1, const std::int32_t* labels,
+                                std::size_t k, double* sums, double* wsums, double* inertia) {
+  const std::size_t dim = dim_;
+  const std::size_t S = granule_;
+  const std::size_t B = kUpdateBlock;
+  const std::size_t nsb = (r1 - r0 + S - 1) / S;
+  perm_.resize(r1 - r0);
+  offsets_.resize(nsb * (k + 1));
+  for (std::size_t sb = 0; sb < nsb; ++sb) {
+    const std::size_t a = r0 + sb * S;
+    sort_by_label(labels + ch.first + a, std::min(S, r1 - a), k, perm_.data() + sb * S,
+                  offsets_.data() + sb * (k + 1));
+  }
+
+  // Segments in (super-block, cluster, position) order, which is also position order in perm_
+  // (super-block sb's sorted order occupies perm_[sb*S ...]); blocks never straddle two
+  // super-blocks.
+  seg_begin_.clear();
+  seg_cluster_.clear();
+  block_first_.clear();  // first perm_ position of each block
+  first_seg_.assign(nsb * (k + 1), 0);
+  for (std::size_t sb = 0; sb < nsb; ++sb) {
+    const std::size_t base = sb * S;
+    const std::size_t len = std::min(S, r1 - r0 - base);
+    for (std::size_t p = 0; p < len; p += B) block_first_.push_back(base + p);
+    const std::uint64_t* off = offsets_.data() + sb * (k + 1);
+    for (std::size_t c = 0; c < k; ++c) {
+      first_seg_[sb * (k + 1) + c] = seg_begin_.size();
+      for (std::size_t pos = off[c]; pos < off[c + 1];) {
+        const std::size_t end = std::min<std::size_t>(off[c + 1], (pos / B + 1) * B);
+        seg_begin_.push_back(base + pos);
+        seg_cluster_.push_back(static_cast<std::uint32_t>(c));
+        pos = end;
+      }
+    }
+    first_seg_[sb * (k + 1) + k] = seg_begin_.size();
+  }
+  const std::size_t nseg = seg_begin_.size();
+  const std::size_t nblocks = block_first_.size();
+  seg_begin_.push_back(r1 - r0);
+  block_first_.push_back(r1 - r0);
+  // First segment of each block (segments and blocks are both in position order).
+  block_seg_.assign(nblocks + 1, nseg);
+  for (std::size_t b = 0, s = 0; b < nblocks; ++b) {
+    while (s < nseg && seg_begin_[s] < block_first_[b]) ++s;
+    block_seg_[b] = s;
+  }
+
+  part_sum_.assign(nseg * dim, 0.0);
+  part_w_.assign(nseg, 0.0);
+  block_inertia_.assign(nblocks, 0.0);
+#pragma omp parallel num_threads(threads_)
+  {
+    std::vector<double> sq(dim);
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t b = 0; b < nblocks; ++b) {
+      const std::size_t sb = block_first_[b] / S;
+      const std::size_t a = r0 + sb * S;  // the super-block's first row in the chunk
+      const std::size_t sb_end = std::min(S, r1 - a) + sb * S;  // its end in perm_
+      const PointsRef<T> pts{ch.x.row(a), ch.x.stride, dim, shift_t_.data()};
+      const double* w = weights_ ? weights_ + ch.first + a : nullptr;
+      std::fill(sq.begin(), sq.end(), 0.0);
+      for (std::size_t s = block_seg_[b]; s < block_seg_[b + 1]; ++s) {
+        const std::size_t c = seg_cluster_[s];
+        table_->accumulate_run(pts, perm_.data() + seg_begin_[s], seg_begin_[s + 1] - seg_begin_[s],
+                               sb_end - seg_begin_[s], w, abs_centroids_.data() + c * dim,
+                               part_sum_.data() + s * dim, part_w_.data() + s, sq.data());
+      }
+      double acc = 0;
+      for (std::size_t j = 0; j < dim; ++j) acc += sq[j];
+      block_inertia_[b] = acc;
+    }
+#pragma omp for schedule(dynamic, 16)
+    for (std::size_t c = 0; c < k; ++c) {
+      double* out = sums + c * dim;
+      for (std::size_t sb = 0; sb < nsb; ++sb) {
+        for (std::size_t s = first_seg_[sb * (k + 1) + c]; s < first_seg_[sb * (k + 1) + c + 1]; ++s) {
+          const double* p = part_sum_.data() + s * dim;
+          for (std::size_t j = 0; j < dim; ++j) out[j] += p[j];
+          wsums[c] += part_w_[s];
+        }
+      }
+    }
+  }
+  for (double v : block_inertia_) *inertia += v;
+}
+
+// Counting sort of n labels: offsets[c]..offsets[c+1] is cluster c's run in perm (indices
+// 0..n-1), each run in increasing point order (a stable sort, so the result does not depend
+// on how it is split).
+template <class T>
+void CpuEngine<T>::sort_by_label(const std::int32_t* labels, std::size_t n, std::size_t k, std::uint32_t* perm,
+                                 std::uint64_t* offsets) {
+  // Sized for the threads asked for; the team may get fewer (OMP_THREAD_LIMIT, nesting), so
+  // the rows are split by the team's actual size.
+  hist_.assign(static_cast<std::size_t>(threads_) * k, 0);
+#pragma omp parallel num_threads(threads_)
+  {
+    const std::size_t nt = static_cast<std::size_t>(omp_get_num_threads());
+    const std::size_t span = (n + nt - 1) / nt;
+    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+    const std::size_t lo = std::min(n, t * span);
+    const std::size_t hi = std::min(n, lo + span);
+    std::uint64_t* h = hist_.data() + t * k;
+    for (std::size_t i = lo; i < hi; ++i) ++h[labels[i]];
+#pragma omp barrier
+#pragma omp single
+    {
+      std::uint64_t pos = 0;
+      for (std::size_t c = 0; c < k; ++c) {
+        offsets[c] = pos;
+        for (std::size_t u = 0; u < nt; ++u) {
+          const std::uint64_t cnt = hist_[u * k + c];
+          hist_[u * k + c] = pos;
+          pos += cnt;
+        }
+      }
+      offsets[k] = pos;
+    }
+    for (std::size_t i = lo; i < hi; ++i) perm[h[labels[i]]++] = static_cast<std::uint32_t>(i);
+  }
+}
+
+template <class T>
+void CpuEngine<T>::compute_mean() {
+  const std::size_t dim = dim_;
+  // First non-finite value seen, as a flat index; the smallest wins.
+  constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  std::size_t first_bad = kNone;
+  double bad_value = 0;
+  const std::vector<double> sums = block_sums(dim, [&](const Chunk<T>& ch, std::size_t r0, std::size_t r1, double* p) {
+    for (std::size_t i = r0; i < r1; ++i) {
+      const T* row = ch.x.row(i);
+      for (std::size_t j = 0; j < dim; ++j) {
+        if (!std::isfinite(row[j])) {
+#pragma omp critical(flashkm_first_bad)
+          if ((ch.first + i) * dim + j < first_bad) {
+            first_bad = (ch.first + i) * dim + j;
+            bad_value = static_cast<double>(row[j]);
+          }
+          return;
+        }
+        p[j] += static_cast<double>(row[j]);
+      }
+    }
+  });
+  if (first_bad != kNone) {
+    const std::size_t r = row_offset_ + first_bad / dim, c = first_bad % dim;
+    const double v = bad_value;
+    throw InvalidData(std::string("X contains ") + (std::isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf") +
+                      " at row " + std::to_string(r) + ", column " + std::to_string(c));
+  }
+  mean_.assign(dim, 0.0);
+  for (std::size_t j = 0; j < dim; ++j) {
+    mean_[j] = sums[j] / static_cast<double>(n_);
+    shift_t_[j] = static_cast<T>(mean_[j]);
+    shift_[j] = static_cast<double>(shift_t_[j]);
+  }
+}
+
+template double CpuEngine<float>::mean_variance();
+template double CpuEngine<float>::update(const std::int32_t*, const double*, std::size_t, double*, double*);
+template double CpuEngine<float>::assign_update(const double*, std::size_t, std::int32_t*, float*, double*, double*,
+                                                std::size_t*);
+template void CpuEngine<float>::begin_sums(const double*, std::size_t, double*, double*);
+template void CpuEngine<float>::end_sums(std::size_t, double*, const double*) const;
+template std::size_t CpuEngine<float>::group_rows() const;
+template void CpuEngine<float>::update_group(const Chunk<float>&, std::size_t, std::size_t, const std::int32_t*,
+                                             std::size_t, double*, double*, double*);
+template void CpuEngine<float>::sort_by_label(const std::int32_t*, std::size_t, std::size_t, std::uint32_t*,
+                                              std::uint64_t*);
+template void CpuEngine<float>::compute_mean();
+template double CpuEngine<double>::mean_variance();
+template double CpuEngine<double>::update(const std::int32_t*, const double*, std::size_t, double*, double*);
+template double CpuEngine<double>::assign_update(const double*, std::size_t, std::int32_t*, double*, double*, double*,
+                                                 std::size_t*);
+template void CpuEngine<double>::begin_sums(const double*, std::size_t, double*, double*);
+template void CpuEngine<double>::end_sums(std::size_t, double*, const double*) const;
+template std::size_t CpuEngine<double>::group_rows() const;
+template void CpuEngine<double>::update_group(const Chunk<double>&, std::size_t, std::size_t, const std::int32_t*,
+                                              std::size_t, double*, double*, double*);
+template void CpuEngine<double>::sort_by_label(const std::int32_t*, std::size_t, std::size_t, std::uint32_t*,
+                                               std::uint64_t*);
+template void CpuEngine<double>::compute_mean();
+
+}  // namespace flashkm::detail
