@@ -24,6 +24,9 @@ struct KMeansResult {
   bool converged = false;            ///< stopped on tolerance or strict convergence
   StopReason stop_reason = StopReason::kMaxIter;
   int best_init = 0;                 ///< which of the n_init runs was kept
+  /// The kept run's initial centroids (n_clusters x n_features, float64, X's coordinates): for a fixed
+  /// seed, the same on every rank and for any number of ranks under init = kMeansParallel.
+  std::vector<double> initial_centroids;
   std::vector<IterationStats> history;  ///< iterations of every run, in order
   double init_seconds = 0;           ///< wall time of seeding (k-means++, k-means||, random), all runs
   std::string target;                ///< the SIMD target whose kernels actually ran

@@ -267,6 +267,7 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
       detail::normalise_rows(c0.data(), k, dim);
       engine->set_weights(cosine_weights.data());
     }
+    std::vector<double> start = c0;
     detail::LloydRun run =
         detail::run_lloyd(*engine, std::move(c0), k, options, tol_abs, zero_dist, r, result.history, total_weight);
     engine->set_weights(user_weights);
@@ -274,6 +275,7 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
     if (r == 0 || run.inertia < best.inertia) {
       best = std::move(run);
       result.best_init = r;
+      result.initial_centroids = std::move(start);
     }
     if (stopped) {
       // The callback stops the whole fit, not one run: the best so far is returned, marked.
@@ -282,6 +284,9 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
     }
   }
   const double* shift = engine->shift();
+  for (std::size_t c = 0; c < k; ++c) {
+    for (std::size_t j = 0; j < dim; ++j) result.initial_centroids[c * dim + j] += shift[j];
+  }
   result.centroids.resize(k * dim);
   for (std::size_t c = 0; c < k; ++c) {
     for (std::size_t j = 0; j < dim; ++j) {

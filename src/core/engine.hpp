@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "core/exact_sum.hpp"
 #include "flashkm/options.hpp"
 
 namespace flashkm::detail {
@@ -17,6 +18,13 @@ struct FarPoint {
   std::uint64_t index = 0;    // row index in the whole data set
   std::int32_t label = 0;
   double weight = 1;
+  std::vector<double> row;    // the row minus shift()
+};
+
+/// k-means||'s first centre as one engine (or shard) proposes it.
+struct SeedPick {
+  double key = -1.0 / 0.0;    // log(u) / w: the largest wins (-inf: no row with positive weight)
+  std::uint64_t index = 0;    // row index in the whole data set
   std::vector<double> row;    // the row minus shift()
 };
 
@@ -101,20 +109,33 @@ class Engine {
   /// Adds candidate t of the last seed_potentials call as the next centre: as
   /// lower_closest(candidate, closest) on the kept closest distances.
   virtual void seed_keep(std::size_t t) = 0;
+  /// k-means||'s first centre (Efraimidis-Spirakis): the row with the largest log(u_i) / w_i,
+  /// u_i = keyed_uniform(key, i) with i the row's index in the whole data set (an engine over a
+  /// shard knows its first row), lowest index on ties (zero weights never win). A distributed
+  /// engine picks over all shards. Needs no seed_start.
+  virtual SeedPick seed_first(std::uint64_t key) = 0;
+  /// k-means||: adds sum_i w_i closest_i (each product rounded to float64, the sum exact) to
+  /// `acc` (a distributed engine: over all shards), so psi does not depend on how rows are
+  /// split among threads or ranks.
+  virtual void seed_potential(ExactSum& acc) = 0;
   /// k-means||: every row drawn independently, row i when u_i < l * w_i * closest_i / psi with
-  /// u_i a uniform number keyed by (key, i) (so the draw depends on neither threads nor shards);
-  /// the drawn rows' indices, increasing.
-  virtual std::vector<std::size_t> seed_oversample(double l, double psi, std::uint64_t key) = 0;
+  /// u_i = keyed_uniform(key, i), i the row's index in the whole data set (so the draw depends
+  /// on neither threads nor shards); the drawn rows minus shift(), float64, in row order (a
+  /// distributed engine: every shard's, in shard order).
+  virtual std::vector<double> seed_oversample(double l, double psi, std::uint64_t key) = 0;
   /// k-means||: lowers the kept closest distances against m more centres (FlashAssign), which
-  /// become centres count .. count + m - 1; returns the new potential sum_i w_i closest_i
-  /// (float64, in fixed blocks of rows).
-  virtual double seed_add_many(const double* centres, std::size_t m) = 0;
-  /// k-means||: for each centre so far, the sum of the weights of the rows nearest it (float64,
-  /// in row order).
-  virtual std::vector<double> seed_owner_weights() = 0;
+  /// become centres count .. count + m - 1.
+  virtual void seed_add_many(const double* centres, std::size_t m) = 0;
+  /// k-means||: for each centre so far, adds the weights of the rows nearest it to acc[c]
+  /// (exact; a distributed engine: over all shards).
+  virtual void seed_owner_weights(std::vector<ExactSum>& acc) = 0;
   /// Point-centre distances computed since seed_start (N per centre without bounds, plus N per
   /// candidate).
   virtual std::uint64_t seed_distances() const = 0;
+  /// Adds each column's sum over this engine's rows (X's own values, not centred) to acc[j],
+  /// exactly (a distributed engine: over all shards).
+  virtual void column_sums(std::vector<ExactSum>& acc) = 0;
+
   /// Frees the seeding state.
   virtual void seed_end() = 0;
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -23,23 +24,23 @@ class ExactSum {
 
   /// Adds a finite double exactly.
   void add(double x) {
-    if (!std::isfinite(x)) throw std::invalid_argument("ExactSum: not a finite value");
-    if (x == 0) return;
-    const bool negative = x < 0;
-    int e = 0;
-    const double m = std::frexp(std::abs(x), &e);  // |x| = m 2^e, m in [0.5, 1)
-    // x = q 2^(e - 53) with q a 53-bit integer; below the normal range the exponent stops at
-    // -1074 and q is smaller (frexp normalises subnormals, so shift them back).
-    int shift = e - 53 + 1074;
-    auto q = static_cast<std::uint64_t>(std::ldexp(m, 53));
-    if (shift < 0) {
-      q >>= -shift;  // exact: a subnormal's low bits below 2^-1074 are zero
-      shift = 0;
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &x, sizeof bits);
+    const auto biased = static_cast<unsigned>((bits >> 52) & 0x7FF);
+    if (biased == 0x7FF) throw std::invalid_argument("ExactSum: not a finite value");
+    std::uint64_t q = bits & ((std::uint64_t{1} << 52) - 1);
+    // Normal: x = (2^52 + mantissa) 2^(biased - 1075), at bit biased - 1 of the accumulator;
+    // subnormal: x = mantissa 2^-1074, at bit 0.
+    std::size_t shift = 0;
+    if (biased != 0) {
+      q |= std::uint64_t{1} << 52;
+      shift = biased - 1;
     }
-    if (negative) {
-      sub_bits(q, static_cast<std::size_t>(shift));
+    if (q == 0) return;
+    if (bits >> 63) {
+      sub_bits(q, shift);
     } else {
-      add_bits(q, static_cast<std::size_t>(shift));
+      add_bits(q, shift);
     }
   }
 

@@ -96,27 +96,43 @@ template <class T>
 std::vector<double> init_kmeans_parallel(Engine<T>& engine, std::size_t k, std::mt19937_64& rng,
                                          double oversampling, int rounds, const Recluster& recluster,
                                          SeedProgress* progress) {
-  const std::size_t n = engine.rows();
   const std::size_t dim = engine.cols();
-  std::vector<double> cand(dim);
-  engine.row_centred(first_centre(engine.weights(), n, rng), cand.data());
-  double psi = engine.seed_start(cand.data(), k);
+  // Every sum is exact and every draw keyed by the row's index in the whole data set, so the
+  // candidates and their weights are bitwise the same for any thread count and any split of
+  // the rows among MPI ranks.
+  const SeedPick first = engine.seed_first(rng());
+  if (!(first.key > -std::numeric_limits<double>::infinity())) {
+    throw InvalidData("init='k-means||' needs a row with positive sample_weight");
+  }
+  std::vector<double> cand = first.row;
+  engine.seed_start(cand.data(), k);
+  auto psi = [&] {
+    ExactSum acc;
+    engine.seed_potential(acc);
+    return acc.value();
+  };
+  double pot = psi();
   const double l = oversampling * static_cast<double>(k);
-  std::vector<double> batch;
   for (int r = 0; r < rounds; ++r) {
-    const std::vector<std::size_t> ids = engine.seed_oversample(l, psi, rng());
-    if (!ids.empty()) {
-      batch.resize(ids.size() * dim);
-      for (std::size_t t = 0; t < ids.size(); ++t) engine.row_centred(ids[t], batch.data() + t * dim);
+    const std::vector<double> batch = engine.seed_oversample(l, pot, rng());
+    if (!batch.empty()) {
       cand.insert(cand.end(), batch.begin(), batch.end());
-      psi = engine.seed_add_many(batch.data(), ids.size());
+      engine.seed_add_many(batch.data(), batch.size() / dim);
+      pot = psi();
     }
     if (progress) progress->step("k-means||", static_cast<std::size_t>(r) + 1, static_cast<std::size_t>(rounds), engine.seed_distances());
   }
   const std::size_t m = cand.size() / dim;
-  const std::vector<double> weight = engine.seed_owner_weights();
+  std::vector<ExactSum> acc(m);
+  engine.seed_owner_weights(acc);
+  std::vector<double> weight(m);
+  for (std::size_t c = 0; c < m; ++c) weight[c] = acc[c].value();
   engine.seed_end();
-  if (m <= k) return init_kmeanspp(engine, k, rng, {progress});
+  if (m <= k) {
+    // Few distinct rows: k-means++ over all of them (a distributed engine's own k-means++).
+    std::vector<double> c = engine.initial_centroids(InitMethod::kMeansPlusPlus, k, rng);
+    return c.empty() ? init_kmeanspp(engine, k, rng, {progress}) : c;
+  }
   return recluster(MatrixView<double>(cand.data(), m, dim), weight, k, rng(), progress);
 }
 

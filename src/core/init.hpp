@@ -49,12 +49,13 @@ template <class T>
 std::vector<double> init_kmeanspp_plain(Engine<T>& engine, std::size_t k, std::mt19937_64& rng,
                                         std::size_t trials = 0);
 
-/// k-means|| (Bahmani et al., VLDB 2012): after a first row drawn by weight, `rounds` rounds
-/// each draw every row independently with probability min(1, l w_i d_i / psi), l =
-/// oversampling * k (d_i: squared distance to the nearest row drawn so far, psi = sum w_i d_i),
-/// with per-row keyed numbers, so the result depends neither on the thread count nor on how
-/// rows are split. The drawn rows, weighted by the weights of the rows nearest them, are
-/// clustered into k centres by `recluster`. Falls back to init_kmeanspp over all rows when fewer
+/// k-means|| (Bahmani et al., VLDB 2012): after a first row drawn by weight (Efraimidis-Spirakis
+/// with keyed numbers), `rounds` rounds each draw every row independently with probability
+/// min(1, l w_i d_i / psi), l = oversampling * k (d_i: squared distance to the nearest row drawn
+/// so far, psi = sum w_i d_i summed exactly), with numbers keyed by the row's index in the whole
+/// data set, so the result depends neither on the thread count nor on how rows are split among
+/// MPI ranks. The drawn rows, weighted by the (exact) weights of the rows nearest them, are
+/// clustered into k centres by `recluster`. Falls back to k-means++ over all rows when fewer
 /// than k + 1 rows were drawn (data with few distinct rows).
 template <class T>
 std::vector<double> init_kmeans_parallel(Engine<T>& engine, std::size_t k, std::mt19937_64& rng,

@@ -3,10 +3,15 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <limits>
 #include <vector>
+
+#include "core/exact_sum.hpp"
+#include "core/engine.hpp"
 
 namespace flashkm::detail {
 
@@ -46,6 +51,51 @@ inline double keyed_uniform(std::uint64_t key, std::uint64_t i) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   z ^= z >> 31;
   return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+// ---- k-means|| over an engine's kept closest distances (Engine::seed_first ... owner weights) ----
+
+/// The first-centre proposal of rows [0, n) whose first row is `first_row` of the whole data
+/// set: the largest log(u_i) / w_i, u_i = keyed_uniform(key, first_row + i), lowest index on
+/// ties; zero weights never win (key -inf). The row itself is left empty.
+inline SeedPick keyed_first(const double* w, std::size_t n, std::uint64_t key, std::uint64_t first_row) {
+  SeedPick best;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double wi = w ? w[i] : 1.0;
+    if (!(wi > 0)) continue;
+    // u = 0 (log -inf) still ranks above "no row": the lowest finite key.
+    const double v = std::max(std::log(keyed_uniform(key, first_row + i)) / wi, std::numeric_limits<double>::lowest());
+    if (v > best.key) {
+      best.key = v;
+      best.index = first_row + i;
+    }
+  }
+  return best;
+}
+
+/// Adds sum_i w_i closest_i (products in float64) to acc, exactly.
+template <class T>
+void exact_potential(const T* closest, const double* w, std::size_t n, ExactSum& acc) {
+  for (std::size_t i = 0; i < n; ++i) acc.add((w ? w[i] : 1.0) * static_cast<double>(closest[i]));
+}
+
+/// The rows drawn by k-means|| (local indices, increasing): row i when
+/// u_i < l w_i closest_i / psi, u_i = keyed_uniform(key, first_row + i).
+template <class T>
+std::vector<std::size_t> keyed_oversample(const T* closest, const double* w, std::size_t n, double l, double psi,
+                                          std::uint64_t key, std::uint64_t first_row) {
+  std::vector<std::size_t> out;
+  const double scale = psi > 0 ? l / psi : 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double p = (w ? w[i] : 1.0) * static_cast<double>(closest[i]) * scale;
+    if (p > 0 && keyed_uniform(key, first_row + i) < p) out.push_back(i);
+  }
+  return out;
+}
+
+/// Adds each row's weight to acc[owner_i], exactly.
+inline void exact_owner_weights(const std::int32_t* owner, const double* w, std::size_t n, std::vector<ExactSum>& acc) {
+  for (std::size_t i = 0; i < n; ++i) acc[static_cast<std::size_t>(owner[i])].add(w ? w[i] : 1.0);
 }
 
 }  // namespace flashkm::detail

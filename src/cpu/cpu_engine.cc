@@ -312,7 +312,30 @@ void CpuEngine<T>::lower_overflowed(const T* c, std::int32_t index) {
 }
 
 template <class T>
-std::vector<std::size_t> CpuEngine<T>::seed_oversample(double l, double psi, std::uint64_t key) {
+SeedPick CpuEngine<T>::seed_first(std::uint64_t key) {
+  SeedPick p = keyed_first(weights_, n_, key, row_offset_);
+  if (p.key > -std::numeric_limits<double>::infinity()) {
+    p.row.resize(dim_);
+    row_centred(static_cast<std::size_t>(p.index - row_offset_), p.row.data());
+  }
+  return p;
+}
+
+template <class T>
+void CpuEngine<T>::seed_potential(ExactSum& acc) {
+  // Exact partial sums per task, merged exactly: the same bits for any thread count.
+  ExactSum total;
+  for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
+    ExactSum part;
+    exact_potential(seed_closest_.data() + r0, weights_ ? weights_ + r0 : nullptr, r1 - r0, part);
+#pragma omp critical(flashkm_seed_potential)
+    total.merge(part);
+  });
+  acc.merge(total);
+}
+
+template <class T>
+std::vector<double> CpuEngine<T>::seed_oversample(double l, double psi, std::uint64_t key) {
   std::vector<char> drawn(n_, 0);
   const double scale = psi > 0 ? l / psi : 0.0;
   for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
@@ -321,15 +344,17 @@ std::vector<std::size_t> CpuEngine<T>::seed_oversample(double l, double psi, std
       drawn[i] = p > 0 && keyed_uniform(key, row_offset_ + i) < p;
     }
   });
-  std::vector<std::size_t> out;
+  std::vector<std::size_t> ids;
   for (std::size_t i = 0; i < n_; ++i) {
-    if (drawn[i]) out.push_back(i);
+    if (drawn[i]) ids.push_back(i);
   }
-  return out;
+  std::vector<double> rows(ids.size() * dim_);
+  for (std::size_t t = 0; t < ids.size(); ++t) row_centred(ids[t], rows.data() + t * dim_);
+  return rows;
 }
 
 template <class T>
-double CpuEngine<T>::seed_add_many(const double* centres, std::size_t m) {
+void CpuEngine<T>::seed_add_many(const double* centres, std::size_t m) {
   // Euclidean FlashAssign whatever the metric (cosine and dot seed on distances too).
   const bool inner = inner_product_;
   inner_product_ = false;
@@ -350,27 +375,26 @@ double CpuEngine<T>::seed_add_many(const double* centres, std::size_t m) {
   });
   seed_centres_.insert(seed_centres_.end(), centres, centres + m * dim_);
   seed_count_ += m;
-  const std::size_t sr = stat_rows(row_bytes_);
-  const std::size_t nb = (n_ + sr - 1) / sr;
-  std::vector<double> part(nb, 0.0);
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-  for (std::size_t b = 0; b < nb; ++b) {
-    double p = 0;
-    for (std::size_t i = b * sr; i < std::min(n_, (b + 1) * sr); ++i) {
-      p += (weights_ ? weights_[i] : 1.0) * static_cast<double>(seed_closest_[i]);
-    }
-    part[b] = p;
-  }
-  double psi = 0;
-  for (double p : part) psi += p;
-  return psi;
 }
 
 template <class T>
-std::vector<double> CpuEngine<T>::seed_owner_weights() {
-  std::vector<double> out(seed_count_, 0.0);
-  for (std::size_t i = 0; i < n_; ++i) out[static_cast<std::size_t>(seed_owner_[i])] += weights_ ? weights_[i] : 1.0;
-  return out;
+void CpuEngine<T>::seed_owner_weights(std::vector<ExactSum>& acc) {
+  exact_owner_weights(seed_owner_.data(), weights_, n_, acc);
+}
+
+template <class T>
+void CpuEngine<T>::column_sums(std::vector<ExactSum>& acc) {
+  data_.for_each_chunk(granule_, [&](MatrixView<T> x, std::size_t) {
+    for_row_tasks(0, x.rows, [&](std::size_t r0, std::size_t r1) {
+      std::vector<ExactSum> part(dim_);
+      for (std::size_t i = r0; i < r1; ++i) {
+        const T* row = x.row(i);
+        for (std::size_t j = 0; j < dim_; ++j) part[j].add(static_cast<double>(row[j]));
+      }
+#pragma omp critical(flashkm_column_sums)
+      for (std::size_t j = 0; j < dim_; ++j) acc[j].merge(part[j]);
+    });
+  });
 }
 
 template <class T>

@@ -60,9 +60,12 @@ class CpuEngine final : public Engine<T> {
   std::vector<std::size_t> seed_draw(const std::vector<double>& targets) override;
   void seed_potentials(const double* candidates, std::size_t m, double* pot) override;
   void seed_keep(std::size_t t) override;
-  std::vector<std::size_t> seed_oversample(double l, double psi, std::uint64_t key) override;
-  double seed_add_many(const double* centres, std::size_t m) override;
-  std::vector<double> seed_owner_weights() override;
+  SeedPick seed_first(std::uint64_t key) override;
+  void seed_potential(ExactSum& acc) override;
+  std::vector<double> seed_oversample(double l, double psi, std::uint64_t key) override;
+  void seed_add_many(const double* centres, std::size_t m) override;
+  void seed_owner_weights(std::vector<ExactSum>& acc) override;
+  void column_sums(std::vector<ExactSum>& acc) override;
   std::uint64_t seed_distances() const override;
   const char* update_path() const override;
   void seed_end() override;

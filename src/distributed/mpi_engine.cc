@@ -103,6 +103,46 @@ std::vector<double> allgather(const std::vector<double>& mine) {
   return all;
 }
 
+// Exact sums (detail::ExactSum) over ranks: merged limb by limb with carries by a
+// user-defined reduction, so every rank gets the same exact sum whatever the order of merging.
+constexpr int kLimbs = static_cast<int>(detail::ExactSum::kLimbs);
+
+void merge_exact(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const std::uint64_t*>(in);
+  auto* b = static_cast<std::uint64_t*>(inout);
+  for (int e = 0; e < *len; ++e) {
+    detail::ExactSum s;
+    s.merge(b + static_cast<std::ptrdiff_t>(e) * kLimbs);
+    s.merge(a + static_cast<std::ptrdiff_t>(e) * kLimbs);
+    std::copy(s.limbs().begin(), s.limbs().end(), b + static_cast<std::ptrdiff_t>(e) * kLimbs);
+  }
+}
+
+void allreduce_exact(std::vector<detail::ExactSum>& acc) {
+  static MPI_Datatype type = [] {
+    MPI_Datatype t;
+    MPI_Type_contiguous(kLimbs, MPI_UINT64_T, &t);
+    MPI_Type_commit(&t);
+    return t;
+  }();
+  static MPI_Op op = [] {
+    MPI_Op o;
+    MPI_Op_create(&merge_exact, 1, &o);
+    return o;
+  }();
+  std::vector<std::uint64_t> buf(acc.size() * kLimbs);
+  for (std::size_t i = 0; i < acc.size(); ++i) std::copy(acc[i].limbs().begin(), acc[i].limbs().end(), buf.begin() + static_cast<std::ptrdiff_t>(i * kLimbs));
+  constexpr std::size_t kPiece = std::size_t{1} << 20;
+  for (std::size_t i = 0; i < acc.size(); i += kPiece) {
+    const int m = static_cast<int>(std::min(kPiece, acc.size() - i));
+    MPI_Allreduce(MPI_IN_PLACE, buf.data() + i * kLimbs, m, type, op, world());
+  }
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    acc[i] = detail::ExactSum();
+    acc[i].merge(buf.data() + i * kLimbs);
+  }
+}
+
 std::logic_error no_shard_seeding() {
   return std::logic_error("flashkm internal error: k-means++ over MPI shards (the MPI engine seeds on a gathered sample)");
 }
@@ -126,12 +166,15 @@ class MpiEngine final : public detail::Engine<T> {
       }
       local_ = make_local(offset_);
     });
-    // Centre every shard on the global column means (sum of the shards' means times rows).
+    // Centre every shard on the global column means, from exact column sums: the same bits for
+    // any number of ranks (k-means|| seeds, which depend on the centring, are bitwise the same
+    // for any split of the rows).
     const std::size_t dim = cols;
-    std::vector<double> mean(local_->mean(), local_->mean() + dim);
-    for (double& v : mean) v *= static_cast<double>(n_);
-    allreduce_sum(mean.data(), dim);
-    for (double& v : mean) v /= static_cast<double>(total_);
+    std::vector<detail::ExactSum> sums(dim);
+    collective([&] { local_->column_sums(sums); });
+    allreduce_exact(sums);
+    std::vector<double> mean(dim);
+    for (std::size_t j = 0; j < dim; ++j) mean[j] = sums[j].value() / static_cast<double>(total_);
     local_->set_mean(mean.data());
   }
 
@@ -181,18 +224,71 @@ class MpiEngine final : public detail::Engine<T> {
     allreduce_sum(pot, m);
   }
 
-  // The driver's k-means++ never runs over the shards: initial_centroids seeds on a gathered
-  // sample with a local engine.
-  double seed_start(const double*, std::size_t) override { throw no_shard_seeding(); }
+  // The driver's k-means++ never runs over the shards (initial_centroids seeds on a gathered
+  // sample with a local engine); its k-means|| does: every shard keeps its rows' closest
+  // distances, and the draws, potentials and weights are combined exactly over the ranks.
+  double seed_start(const double* centre, std::size_t k) override {
+    collective([&] { local_->seed_start(centre, k); });
+    return 0;  // k-means|| takes its potential from seed_potential
+  }
   std::vector<std::size_t> seed_draw(const std::vector<double>&) override { throw no_shard_seeding(); }
   void seed_potentials(const double*, std::size_t, double*) override { throw no_shard_seeding(); }
   void seed_keep(std::size_t) override { throw no_shard_seeding(); }
-  std::vector<std::size_t> seed_oversample(double, double, std::uint64_t) override { throw no_shard_seeding(); }
-  double seed_add_many(const double*, std::size_t) override { throw no_shard_seeding(); }
-  std::vector<double> seed_owner_weights() override { throw no_shard_seeding(); }
-  std::uint64_t seed_distances() const override { return 0; }
+  detail::SeedPick seed_first(std::uint64_t key) override {
+    // Every rank's best (key, index, row); the largest key wins, lowest index on ties.
+    const std::size_t dim = cols();
+    std::vector<double> packed;
+    collective([&] {
+      detail::SeedPick p = local_->seed_first(key);
+      packed.push_back(p.key);
+      packed.push_back(static_cast<double>(p.index));
+      p.row.resize(dim, 0.0);
+      packed.insert(packed.end(), p.row.begin(), p.row.end());
+    });
+    const std::vector<double> all = allgather(packed);
+    detail::SeedPick best;
+    const std::size_t rec = 2 + dim;
+    for (std::size_t r = 0; r < all.size() / rec; ++r) {
+      const double key_r = all[r * rec];
+      const auto index = static_cast<std::uint64_t>(all[r * rec + 1]);
+      if (key_r > best.key || (key_r == best.key && key_r > -std::numeric_limits<double>::infinity() && index < best.index)) {
+        best.key = key_r;
+        best.index = index;
+        best.row.assign(all.begin() + static_cast<std::ptrdiff_t>(r * rec + 2),
+                        all.begin() + static_cast<std::ptrdiff_t>((r + 1) * rec));
+      }
+    }
+    return best;
+  }
+  void seed_potential(detail::ExactSum& acc) override {
+    std::vector<detail::ExactSum> mine(1);
+    collective([&] { local_->seed_potential(mine[0]); });
+    allreduce_exact(mine);
+    acc.merge(mine[0]);
+  }
+  std::vector<double> seed_oversample(double l, double psi, std::uint64_t key) override {
+    std::vector<double> rows;
+    collective([&] { rows = local_->seed_oversample(l, psi, key); });
+    return allgather(rows);  // rank order is row order
+  }
+  void seed_add_many(const double* centres, std::size_t m) override {
+    collective([&] { local_->seed_add_many(centres, m); });
+  }
+  void seed_owner_weights(std::vector<detail::ExactSum>& acc) override {
+    std::vector<detail::ExactSum> mine(acc.size());
+    collective([&] { local_->seed_owner_weights(mine); });
+    allreduce_exact(mine);
+    for (std::size_t c = 0; c < acc.size(); ++c) acc[c].merge(mine[c]);
+  }
+  std::uint64_t seed_distances() const override { return local_->seed_distances(); }
   const char* update_path() const override { return local_->update_path(); }
-  void seed_end() override {}
+  void seed_end() override { local_->seed_end(); }
+  void column_sums(std::vector<detail::ExactSum>& acc) override {
+    std::vector<detail::ExactSum> mine(acc.size());
+    collective([&] { local_->column_sums(mine); });
+    allreduce_exact(mine);
+    for (std::size_t j = 0; j < acc.size(); ++j) acc[j].merge(mine[j]);
+  }
 
   void sqdistances(T* out) override {
     collective([&] { local_->sqdistances(out); });
@@ -259,6 +355,8 @@ class MpiEngine final : public detail::Engine<T> {
   }
 
   std::vector<double> initial_centroids(InitMethod method, std::size_t k, std::mt19937_64& rng) override {
+    // k-means|| runs in the driver over the shards (seed_first ... seed_owner_weights).
+    if (method == InitMethod::kMeansParallel) return {};
     return method == InitMethod::kRandom ? init_random(k, rng) : init_kmeanspp_sample(k, rng);
   }
 

@@ -676,5 +676,33 @@ TYPED_TEST(SparseTest, PrunedRelocationMatches) {
   EXPECT_GT(relocated, 0u);
 }
 
+// Where the bounds do not pay (unclustered rows), auto gives up after its trial iterations and
+// the rest of the run is unpruned; every iteration is bitwise the unpruned fit's.
+TYPED_TEST(SparseTest, AutoGivesUpWhereBoundsDoNotPay) {
+  using T = TypeParam;
+  const Csr<T> m = random_csr<T>(3000, 400, 0.03, 77);
+  KMeansOptions o;
+  o.n_clusters = 40;
+  o.seed = 5;
+  o.tol = 0;
+  o.max_iter = 15;
+  const KMeansResult<T> on = check_pruned(m, o);
+  o.prune = Prune::kAuto;
+  const KMeansResult<T> a = fit(m.view(), o);
+  o.prune = Prune::kOff;
+  const KMeansResult<T> off = fit(m.view(), o);
+  EXPECT_EQ(a.labels, off.labels);
+  EXPECT_TRUE(same_bits(a.centroids, off.centroids));
+  ASSERT_EQ(a.history.size(), off.history.size());
+  const std::uint64_t full = static_cast<std::uint64_t>(m.n) * o.n_clusters;
+  ASSERT_GT(a.history.size(), 5u);
+  EXPECT_GT(on.history[3].distances, full * 45 / 100) << "the bounds pay here after all: pick other data";
+  for (std::size_t i = 0; i < a.history.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&a.history[i].inertia, &off.history[i].inertia, sizeof(double)), 0) << i;
+    // Iterations 2-4 bounded (the trial), every one after that unpruned.
+    if (i >= 4) EXPECT_EQ(a.history[i].distances, full) << i;
+  }
+}
+
 }  // namespace
 }  // namespace flashkm

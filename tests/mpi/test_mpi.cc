@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "flashkm/distributed.hpp"
 #include "testlib.hpp"
@@ -190,6 +191,59 @@ TEST(Mpi, SubCommunicatorFitsOverItsOwnRanks) {
                                  comm),
                InvalidData);
   MPI_Comm_free(&half);
+}
+
+// k-means|| over the shards: every round's draws are keyed by the global row index and every
+// potential and candidate weight is summed exactly (the centring too, from exact column sums),
+// so the initial centroids are bitwise the same for 1, 2, ... up to all ranks of this run
+// (sub-communicators of the first s ranks), weighted or not, float and double; and the fit
+// that follows equals the single-process fit from the same initial centroids.
+template <class T>
+void kmeans_parallel_over_rank_counts(bool weighted) {
+  const std::size_t n = 6007, d = 7, k = 40;
+  const std::vector<T> all = blobs<T>(n, d, 25, 11, 2.0, 50.0);
+  std::vector<double> w(n);
+  for (std::size_t i = 0; i < n; ++i) w[i] = 0.5 + static_cast<double>((i * 7919) % 13) / 4;
+  KMeansOptions opt;
+  opt.n_clusters = k;
+  opt.init = InitMethod::kMeansParallel;
+  opt.seed = 17;
+  opt.n_threads = 1;
+  std::vector<double> first;
+  for (int s = 1; s <= mpi::size(); ++s) {
+    SCOPED_TRACE(::testing::Message() << s << " ranks");
+    MPI_Comm sub;
+    MPI_Comm_split(MPI_COMM_WORLD, mpi::rank() < s ? 0 : MPI_UNDEFINED, mpi::rank(), &sub);
+    if (sub == MPI_COMM_NULL) continue;
+    const mpi::Comm comm{MPI_Comm_c2f(sub)};
+    const auto [lo, hi] = mpi::shard_range(n, comm);
+    KMeansOptions o = opt;
+    if (weighted) o.sample_weight = std::span<const double>(w.data() + lo, hi - lo);
+    const KMeansResult<T> dist = mpi::fit(MatrixView<T>(all.data() + lo * d, hi - lo, d), o, comm);
+    ASSERT_EQ(dist.initial_centroids.size(), k * d);
+    if (s == 1) {
+      first = dist.initial_centroids;
+      // The fit from those centres is the single-process fit's from the same start.
+      KMeansOptions e = testing::explicit_init(first, k, d);
+      e.n_threads = 1;
+      if (weighted) e.sample_weight = w;
+      const KMeansResult<T> single = fit(MatrixView<T>(all.data(), n, d), e);
+      EXPECT_EQ(single.labels, dist.labels);
+      EXPECT_EQ(single.n_iter, dist.n_iter);
+    } else if (mpi::rank() == 0) {
+      EXPECT_EQ(std::memcmp(first.data(), dist.initial_centroids.data(), first.size() * sizeof(double)), 0);
+    }
+    // Every rank of the run holds the same centroids.
+    std::vector<double> mine = dist.initial_centroids, root = mine;
+    MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_DOUBLE, 0, sub);
+    EXPECT_EQ(std::memcmp(root.data(), mine.data(), mine.size() * sizeof(double)), 0);
+    MPI_Comm_free(&sub);
+  }
+}
+
+TEST(Mpi, KMeansParallelIsBitwiseForAnyRankCount) {
+  kmeans_parallel_over_rank_counts<double>(false);
+  kmeans_parallel_over_rank_counts<float>(true);
 }
 
 }  // namespace
