@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cpu/cpu_engine_impl.hpp"
+#include "cpu/groups.hpp"
 
 namespace flashkm::detail {
 
@@ -21,7 +22,7 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   iter_bounded_ = false;
   grouped_ = false;
   bounded_iters_ = 0;
-  fractions_.clear();
+  judge_.reset();
   auto_prune_ = prune == Prune::kAuto;
   if (prune == Prune::kOff || k == 0) return false;
   // Groups of whole panels, in index order: one panel each (Yinyang's K/10 centroids per
@@ -153,55 +154,11 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
   iter_bounded_ = true;
 }
 
-// Yinyang's groups: centroids that are close together, so that a row far from a group is far
-// from all of it. Balanced recursive bisection of the first iteration's centroids (a group is
-// whole panels, so every group but the last holds exactly group_size_): split along the line
-// between two mutually far centroids, at the projection's order statistic. Kept for the run.
+// Yinyang's groups of the first iteration's centroids (groups.hpp; a group is whole panels, so
+// every group but the last holds exactly group_size_), kept for the run.
 template <class T>
 void CpuEngine<T>::make_groups(const double* c, std::size_t k) {
-  order_.resize(k);
-  for (std::size_t i = 0; i < k; ++i) order_[i] = static_cast<std::uint32_t>(i);
-  const std::size_t dim = dim_, gs = group_size_;
-  auto sq = [&](std::size_t a, std::size_t b) {
-    double t = 0;
-    for (std::size_t j = 0; j < dim; ++j) {
-      const double e = c[a * dim + j] - c[b * dim + j];
-      t += e * e;
-    }
-    return t;
-  };
-  std::vector<std::pair<double, std::uint32_t>> proj;
-  std::vector<std::pair<std::size_t, std::size_t>> todo{{0, k}};
-  while (!todo.empty()) {
-    // Plain variables, not a structured binding: the lambda below captures them (clang 14).
-    const std::size_t lo = todo.back().first, hi = todo.back().second;
-    todo.pop_back();
-    if (hi - lo <= gs) continue;
-    const std::size_t ng = (hi - lo + gs - 1) / gs, left = ng / 2 * gs;
-    auto farthest_from = [&](std::size_t a) {
-      std::size_t best = order_[lo];
-      double bd = -1;
-      for (std::size_t p = lo; p < hi; ++p) {
-        const double dd = sq(a, order_[p]);
-        if (dd > bd) {
-          bd = dd;
-          best = order_[p];
-        }
-      }
-      return best;
-    };
-    const std::size_t b = farthest_from(order_[lo]), e = farthest_from(b);
-    proj.clear();
-    for (std::size_t p = lo; p < hi; ++p) {
-      double t = 0;
-      for (std::size_t j = 0; j < dim; ++j) t += c[order_[p] * dim + j] * (c[b * dim + j] - c[e * dim + j]);
-      proj.emplace_back(t, order_[p]);
-    }
-    std::sort(proj.begin(), proj.end());
-    for (std::size_t p = lo; p < hi; ++p) order_[p] = proj[p - lo].second;
-    todo.emplace_back(lo, lo + left);
-    todo.emplace_back(lo + left, hi);
-  }
+  order_ = coherent_order(c, k, dim_, group_size_);
   pos_of_.resize(k);
   for (std::size_t p = 0; p < k; ++p) pos_of_[order_[p]] = static_cast<std::uint32_t>(p);
   grouped_ = true;

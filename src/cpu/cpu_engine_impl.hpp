@@ -22,6 +22,7 @@
 #include "cpu/aligned_buffer.hpp"
 #include "cpu/amx.hpp"
 #include "cpu/bounds.hpp"
+#include "cpu/groups.hpp"
 #include "cpu/kernel_table.hpp"
 #include "cpu/rows.hpp"
 #include "cpu/seeding.hpp"
@@ -138,9 +139,6 @@ class CpuEngine final : public Engine<T> {
 
   // ---- Bounded assignment (cpu_bounded.cc; docs/KERNELS.md, "Bounded assignment") ----
 
-  // Bounded iterations per window of auto's judgement of the payoff.
-  static constexpr std::size_t kAutoWindow = 10;
-
   // Most lower bounds kept per row (Yinyang groups).
   static constexpr std::size_t kMaxGroups = 64;
 
@@ -220,7 +218,7 @@ class CpuEngine final : public Engine<T> {
   bool grouped_ = false;           // order_ holds this run's groups
   bool auto_prune_ = false;        // prune = auto: may give up within the run
   int bounded_iters_ = 0;          // iterations of this run that started from valid bounds
-  std::vector<double> fractions_;  // their fractions of N*K distances computed
+  AutoPrune judge_;                // auto's judgement of their fractions of N*K distances computed
   std::vector<std::uint32_t> order_;   // packed position -> centroid index (groups contiguous)
   std::vector<std::uint32_t> pos_of_;  // centroid index -> packed position
   AlignedBuffer<T> bpacked_;           // the centroids packed in order_

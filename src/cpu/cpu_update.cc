@@ -89,19 +89,10 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::
     prev_c_.swap(cur_c_);
     // Auto gives up where the bounds do not pay: a survivor's distance costs about twice the
     // plain kernel's (gathered rows, per-group reductions, the bounds' upkeep; measured
-    // 1.8-1.9x, docs/PERFORMANCE.md). Every kAutoWindow bounded iterations from the second
-    // window on, if the last window computed over a third of all distances on average and
-    // no less than 0.9x the window before (the bounds are not tightening), the run goes on
-    // unpruned (bitwise the same; only the speed differs). Counts only: deterministic.
-    if (bounded_iters_ > 0) fractions_.push_back(static_cast<double>(last_distances_) / (static_cast<double>(n_) * static_cast<double>(k)));
-    const std::size_t w = kAutoWindow, m = fractions_.size();
-    auto mean = [&](std::size_t a, std::size_t b) {
-      double t = 0;
-      for (std::size_t i = a; i < b; ++i) t += fractions_[i];
-      return t / static_cast<double>(b - a);
-    };
-    if (auto_prune_ && m >= 2 * w && m % w == 0 && mean(m - w, m) > 1.0 / 3 &&
-        mean(m - w, m) >= 0.9 * mean(m - 2 * w, m - w)) {
+    // 1.8-1.9x, docs/PERFORMANCE.md); AutoPrune (groups.hpp) judges from the counts only.
+    if (bounded_iters_ > 0 &&
+        !judge_.keep(static_cast<double>(last_distances_) / (static_cast<double>(n_) * static_cast<double>(k))) &&
+        auto_prune_) {
       prune_ = false;
     }
   } else {
