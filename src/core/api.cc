@@ -243,19 +243,20 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
   result.target = engine->target();
   std::mt19937_64 rng(options.seed);
   const int runs = options.init == InitMethod::kExplicit ? 1 : options.n_init;
+  const InitMethod init = engine->seeding_for(options.init, k);
   detail::LloydRun best;
   for (int r = 0; r < runs; ++r) {
     // A distributed engine chooses initial centroids itself (an empty answer: the driver does).
     const auto seed_start = std::chrono::steady_clock::now();
     std::vector<double> c0 = options.init == InitMethod::kExplicit
                                  ? centred_copy(*engine, options.init_centroids)
-                                 : engine->initial_centroids(options.init, k, rng);
+                                 : engine->initial_centroids(init, k, rng);
     if (c0.empty()) {
       Seeding seeding(options.seed_callback, r);
       detail::SeedProgress* progress = options.seed_callback ? &seeding : nullptr;
-      if (options.init == InitMethod::kMeansPlusPlus) {
+      if (init == InitMethod::kMeansPlusPlus) {
         c0 = detail::init_kmeanspp(*engine, k, rng, {progress});
-      } else if (options.init == InitMethod::kMeansParallel) {
+      } else if (init == InitMethod::kMeansParallel) {
         c0 = detail::init_kmeans_parallel(*engine, k, rng, options.init_oversampling, options.init_rounds,
                                           recluster(options), progress);
       } else {

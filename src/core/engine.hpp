@@ -75,6 +75,10 @@ class Engine {
   /// Initial centroids (centred) when the engine chooses them itself (a distributed engine);
   /// empty to let the driver's own initialisation run.
   virtual std::vector<double> initial_centroids(InitMethod, std::size_t, std::mt19937_64&) { return {}; }
+  /// The seeding this engine runs for `method` and k centroids: `method` itself, but a
+  /// distributed engine seeds large-K k-means++ with k-means|| (its k-means++ runs on a
+  /// gathered sample that grows with k).
+  virtual InitMethod seeding_for(InitMethod method, std::size_t) const { return method; }
 
   /// Starts a Lloyd run with k centroids: forgets every point's pruning bounds. With `prune` on (or auto and
   /// the engine finds it worthwhile) the following assign_update calls of the run skip the

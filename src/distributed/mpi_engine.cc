@@ -354,6 +354,13 @@ class MpiEngine final : public detail::Engine<T> {
     return v != 0;
   }
 
+  // k-means++ on a gathered sample of max(64 K, 65,536) rows: beyond K = 1024 the sample and
+  // its greedy seeding grow with K on every rank, and k-means|| over the shards takes over.
+  InitMethod seeding_for(InitMethod method, std::size_t k) const override {
+    return method == InitMethod::kMeansPlusPlus && kSamplePerCentre * k > kMinSampleRows ? InitMethod::kMeansParallel
+                                                                                          : method;
+  }
+
   std::vector<double> initial_centroids(InitMethod method, std::size_t k, std::mt19937_64& rng) override {
     // k-means|| runs in the driver over the shards (seed_first ... seed_owner_weights).
     if (method == InitMethod::kMeansParallel) return {};

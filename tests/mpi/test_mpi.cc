@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <span>
+#include <string>
 
 #include "flashkm/distributed.hpp"
 #include "testlib.hpp"
@@ -199,16 +200,19 @@ TEST(Mpi, SubCommunicatorFitsOverItsOwnRanks) {
 // (sub-communicators of the first s ranks), weighted or not, float and double; and the fit
 // that follows equals the single-process fit from the same initial centroids.
 template <class T>
-void kmeans_parallel_over_rank_counts(bool weighted) {
-  const std::size_t n = 6007, d = 7, k = 40;
+void kmeans_parallel_over_rank_counts(bool weighted, InitMethod init = InitMethod::kMeansParallel,
+                                      std::size_t k = 40) {
+  const std::size_t n = 6007, d = 7;
   const std::vector<T> all = blobs<T>(n, d, 25, 11, 2.0, 50.0);
   std::vector<double> w(n);
   for (std::size_t i = 0; i < n; ++i) w[i] = 0.5 + static_cast<double>((i * 7919) % 13) / 4;
   KMeansOptions opt;
   opt.n_clusters = k;
-  opt.init = InitMethod::kMeansParallel;
+  opt.init = init;
   opt.seed = 17;
   opt.n_threads = 1;
+  bool parallel_ran = false;
+  opt.seed_callback = [&](const SeedStats& st) { parallel_ran |= std::string(st.phase) == "k-means||"; };
   std::vector<double> first;
   for (int s = 1; s <= mpi::size(); ++s) {
     SCOPED_TRACE(::testing::Message() << s << " ranks");
@@ -221,6 +225,7 @@ void kmeans_parallel_over_rank_counts(bool weighted) {
     if (weighted) o.sample_weight = std::span<const double>(w.data() + lo, hi - lo);
     const KMeansResult<T> dist = mpi::fit(MatrixView<T>(all.data() + lo * d, hi - lo, d), o, comm);
     ASSERT_EQ(dist.initial_centroids.size(), k * d);
+    EXPECT_TRUE(parallel_ran);
     if (s == 1) {
       first = dist.initial_centroids;
       // The fit from those centres is the single-process fit's from the same start.
@@ -244,6 +249,12 @@ void kmeans_parallel_over_rank_counts(bool weighted) {
 TEST(Mpi, KMeansParallelIsBitwiseForAnyRankCount) {
   kmeans_parallel_over_rank_counts<double>(false);
   kmeans_parallel_over_rank_counts<float>(true);
+}
+
+// k-means++ with K > 1024 seeds with k-means|| over the shards (the gathered sample would grow
+// with K), bitwise the same for any number of ranks too.
+TEST(Mpi, LargeKKMeansPlusPlusSeedsWithKMeansParallel) {
+  kmeans_parallel_over_rank_counts<float>(false, InitMethod::kMeansPlusPlus, 1100);
 }
 
 }  // namespace
