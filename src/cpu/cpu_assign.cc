@@ -40,20 +40,13 @@ std::size_t CpuEngine<T>::assign_chunk(const Chunk<T>& ch, std::size_t r0, std::
   return changed;
 }
 
-// FlashAssign over rows [a, b) of a chunk on one thread: on AMX tiles or AVX-512-BF16 for
-// 16-bit rows when enabled, else the SIMD target's kernels (bitwise the same labels and
-// distances).
+// FlashAssign over rows [a, b) of a chunk on one thread, by the engine's provider
+// (assign_provider.hpp): the SIMD target's panels, or AMX tiles / AVX-512-BF16 for 16-bit rows
+// (bitwise the same labels and distances).
 template <class T>
 std::size_t CpuEngine<T>::assign_rows(const PointsRef<T>& pts, std::size_t a, std::size_t b, std::int32_t* lab,
                                       T* dst) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (amx_mode_) {
-      return amx_assign_rows(amx_, pts,
-                             AmxRescore{table_->center_rows, table_->center_pad, panel_->assign_rows, packed_.data()},
-                             a, b, lab, dst, half_kernel_);
-    }
-  }
-  return panel_->assign_rows(pts, packed_.data(), k_, a, b, lab, dst);
+  return provider_->assign_rows(pts, a, b, lab, dst);
 }
 
 template std::size_t CpuEngine<float>::assign(std::int32_t*, float*);

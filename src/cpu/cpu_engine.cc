@@ -29,7 +29,6 @@ template <class T>
 CpuEngine<T>::CpuEngine(Rows<T> rows, std::span<const double> weights, int n_threads, const KernelTable<T>* table,
                         std::size_t row_offset, int amx_mode, HalfKernel half_kernel)
     : amx_mode_(amx_mode),
-      half_kernel_(half_kernel),
       data_(rows),
       row_offset_(row_offset),
       n_(rows.rows()),
@@ -41,6 +40,10 @@ CpuEngine<T>::CpuEngine(Rows<T> rows, std::span<const double> weights, int n_thr
       table_(table),
       shift_(rows.cols()),
       shift_t_(rows.cols()) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (amx_mode_) provider_ = std::make_unique<HalfProvider>(table, shift_t_, amx_mode_ == 2, half_kernel);
+  }
+  if (!provider_) provider_ = std::make_unique<PanelProvider<T>>(table);
   compute_mean();
 }
 
@@ -55,8 +58,7 @@ const double* CpuEngine<T>::shift() const { return shift_.data(); }
 
 template <class T>
 const char* CpuEngine<T>::target() const {
-  if (!amx_mode_) return table_->name;
-  return half_kernel_ == HalfKernel::kTiles ? kAmxTargetName : kDpbf16TargetName;
+  return provider_->name();
 }
 
 template <class T>
@@ -122,9 +124,7 @@ void CpuEngine<T>::set_centroids(const double* centroids, std::size_t k) {
     // +inf, see kernel_table.hpp) the argmin is the argmax of x.c.
     std::fill_n(packed_norms(), k, T(0));
   }
-  if constexpr (std::is_same_v<T, float>) {
-    if (amx_mode_) amx_pack(centroids, k, dim_, packed_norms(), shift_t_.data(), amx_mode_ == 2, kAmxPieces, &amx_);
-  }
+  provider_->prepare(centroids, k, dim_, panel_, packed_.data(), packed_norms());
 }
 
 template <class T>

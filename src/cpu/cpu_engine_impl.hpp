@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "core/engine.hpp"
 #include "cpu/aligned_buffer.hpp"
 #include "cpu/amx.hpp"
+#include "cpu/assign_provider.hpp"
 #include "cpu/bounds.hpp"
 #include "cpu/groups.hpp"
 #include "cpu/kernel_table.hpp"
@@ -182,9 +184,7 @@ class CpuEngine final : public Engine<T> {
                      std::uint64_t* offsets);
   void compute_mean();
 
-  int amx_mode_;
-  HalfKernel half_kernel_;
-  AmxCentroids amx_;
+  int amx_mode_;  // 16-bit rows on AMX tiles / AVX-512-BF16 (1 bfloat16, 2 float16), else 0
   Rows<T> data_;
   std::size_t row_offset_;  // index of row 0 in the whole data set (shards), for messages
   std::size_t n_;
@@ -194,6 +194,7 @@ class CpuEngine final : public Engine<T> {
   const double* weights_;
   int threads_;
   const KernelTable<T>* table_;
+  std::unique_ptr<AssignProvider<T>> provider_;  // FlashAssign: the panels, or AMX for 16-bit rows
   const PanelKernels<T>* panel_ = nullptr;  // the panel width chosen for the current K
   bool inner_product_ = false;
   std::vector<double> mean_;
