@@ -69,9 +69,10 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         Skip the point-centroid distances that triangle-inequality bounds prove useless
         (Yinyang / Hamerly bounds, scored at GEMM speed). Changes the speed, never the result:
         labels, centers, inertia, n_iter and history are bitwise those of ``prune=False``
-        (only ``history_[i]['distances']`` and ``'seconds'`` differ). 'auto' prunes where the
-        bounds fit in X's own memory; ``True`` is refused with metric='dot' (inner products
-        have no triangle inequality), which 'auto' runs unpruned.
+        (only ``history_[i]['distances']`` and ``'seconds'`` differ). 'auto' prunes dense X
+        where the bounds fit in X's own memory and leaves sparse X unpruned (the bounds did not
+        pay on the sparse data measured; ``True`` prunes it); ``True`` is refused with
+        metric='dot' (inner products have no triangle inequality), which 'auto' runs unpruned.
     metric : {'euclidean', 'cosine', 'dot'}, default='euclidean'
         'euclidean' is Lloyd's k-means. 'cosine' is spherical k-means: the largest cosine
         similarity wins, centers are the unit-norm mean directions of the normalised rows,

@@ -165,17 +165,19 @@ class SparseEngine final : public Engine<T> {
   void set_inner_product(bool on) override { inner_product_ = on; }
 
   // Bounded assignment over sparse rows (docs/KERNELS.md, "Sparse rows"): Yinyang's groups of
-  // whole panels of a group packing, scored by group_min; bitwise the plain assignment.
+  // whole panels of a group packing, scored by group_min; bitwise the plain assignment. Only
+  // with prune = on: a survivor's distance costs about 1.8x the plain kernel's here (one pass
+  // over the row's non-zeros per group of 16 centroids instead of one per panel of up to 128),
+  // and on the data measured the bounds never paid (TF-IDF: 51-95% of the distances still
+  // computed in iterations 3-12; topic data: converged in 4-5 iterations, before the bounds
+  // tighten; both slower than unpruned), so auto leaves sparse rows unpruned.
   bool begin_run(Prune prune, std::size_t k) override {
     prune_ = false;
     bounds_valid_ = false;
     dist_stale_ = false;
     iter_bounded_ = false;
-    bounded_iters_ = 0;
-    judge_.reset();
     order_.clear();
-    auto_prune_ = prune == Prune::kAuto;
-    if (prune == Prune::kOff || k == 0) return false;
+    if (prune != Prune::kOn || k == 0) return false;
     // Panels of at least 16 centroids (Yinyang's K/10 per group, rounded to whole vectors),
     // and as many panels per group as keep the groups at most 64 and their float lower bounds
     // (4 (1 + G) bytes per row) within X's own bytes per row.
@@ -191,7 +193,6 @@ class SparseEngine final : public Engine<T> {
     panels_per_group_ = (npanels + cap - 1) / cap;
     group_size_ = panels_per_group_ * nr;
     groups_ = (k + group_size_ - 1) / group_size_;
-    if (prune == Prune::kAuto && 4 * (1 + groups_) > row_bytes) return false;
     if (rmax_ < 0) {
       T mx = T(0);
       for (std::size_t i = 0; i < n_; ++i) mx = std::max(mx, xnorm_[i]);
@@ -410,20 +411,7 @@ class SparseEngine final : public Engine<T> {
       *changed = bounded_assign(labels, dist, &distances, &pruned);
       last_distances_ = distances;
       dist_stale_ = pruned > 0;
-      const bool was_valid = bounds_valid_;
       bounds_valid_ = true;
-      if (was_valid) {
-        ++bounded_iters_;
-        const double fraction = static_cast<double>(distances) / (static_cast<double>(n_) * static_cast<double>(k));
-        // Auto: a survivor's distance costs about 1.8x the plain kernel's here (one pass over
-        // the row's non-zeros per group of 16 centroids instead of one per 128), so the bounds
-        // pay only below about 45% of the distances (measured on the TF-IDF benchmark,
-        // docs/KERNELS.md): give up when the third bounded iteration still computes more, and
-        // then as the dense engine does.
-        if (auto_prune_ && ((bounded_iters_ == kSparseTrial && fraction > kSparseBreakEven) || !judge_.keep(fraction))) {
-          prune_ = false;
-        }
-      }
     } else {
       set_centroids(centroids, k);
       *changed = assign(labels, dist);
@@ -513,11 +501,6 @@ class SparseEngine final : public Engine<T> {
   }
 
   // ---- Bounded assignment (docs/KERNELS.md, "Sparse rows") ----
-
-  // prune = auto's trial: bounded iterations after the first, and the fraction of distances
-  // above which the bounds do not pay for sparse rows.
-  static constexpr std::size_t kSparseTrial = 3;
-  static constexpr double kSparseBreakEven = 0.45;
 
   // Per-task scratch: one row's group minima.
   struct Scratch {
@@ -788,11 +771,9 @@ class SparseEngine final : public Engine<T> {
 
   // Bounded assignment state (per run; the bounds per row).
   bool prune_ = false;
-  bool auto_prune_ = false;
   bool bounds_valid_ = false;
   bool iter_bounded_ = false;
   bool dist_stale_ = false;
-  std::size_t bounded_iters_ = 0;
   std::size_t panel_nr_ = 0, panels_per_group_ = 1, group_size_ = 0, groups_ = 0, k_b_ = 0;
   std::vector<std::uint32_t> order_, pos_of_;
   std::vector<T> ids_;
@@ -803,7 +784,6 @@ class SparseEngine final : public Engine<T> {
   double rmax_ = -1;
   double errc_ = 0;
   bounds::Slack slack_;
-  AutoPrune judge_;
 
   std::vector<T> seed_closest_;
   std::vector<std::int32_t> seed_owner_;

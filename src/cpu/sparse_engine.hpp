@@ -11,7 +11,8 @@
 namespace flashkm::detail {
 
 /// Creates the sparse engine over X. Its shift() is zero (sparse rows are not centred: that
-/// would densify them); it prunes with Yinyang bounds (docs/KERNELS.md, "Sparse rows"). `target` names the kernels ("" = best available or
+/// would densify them); with prune = on it prunes with Yinyang bounds (docs/KERNELS.md, "Sparse
+/// rows"); auto leaves it unpruned. `target` names the kernels ("" = best available or
 /// FLASHKM_TARGET), as for the dense engine. Throws InvalidArgument for a malformed view or an
 /// unknown target and InvalidData for NaN or infinity (naming row and column).
 template <class T>
