@@ -78,7 +78,8 @@ struct KernelTable {
 
   /// Squared distances of rows [r0, r1) to m <= kMaxFew centred centroids given in T (m x dim,
   /// row-major), from differences: out[(r - r0) * m + t]. One pass over the rows scores all of
-  /// k-means++'s candidates.
+  /// k-means++'s candidates. Each out value is bitwise sqdist_one's for that candidate, whatever
+  /// m and the other candidates (the bounded seeding keeps the distances it scored).
   void (*sqdist_few)(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
                      std::size_t r1, T* out);
 

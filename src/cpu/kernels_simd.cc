@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "cpu/kernel_table.hpp"
@@ -343,70 +344,110 @@ void GroupMin(const T* xp, std::size_t dim, const T* packed, const T* ids, std::
   }
 }
 
+// ---- k-means++'s distances (sqdist_one, sqdist_few): one arithmetic for every candidate ----
+//
+// A candidate's squared distance to a row is the same bits whichever kernel computes it and
+// however many candidates share the call: one accumulator per candidate, fused multiply-adds
+// over the whole vectors in dimension order, then a fixed tree over the lanes (below), then the
+// leftover dimensions one by one. So the bounded seeding can keep a distance it scored for the
+// potentials as the row's closest distance, as the plain seeding's lower_closest computes it.
+
+// Lanes per 128-bit block: the lane tree works on that many accumulators at once.
 template <class T>
-void SqDistOne(const PointsRef<T>& pts, const T* centroid, std::size_t r0, std::size_t r1, T* out) {
-  const Tag<T> d;
-  const std::size_t L = hn::Lanes(d);
-  const std::size_t dim = pts.dim;
-  for (std::size_t r = r0; r < r1; ++r) {
-    const T* row = pts.x + r * pts.stride;
-    auto acc0 = hn::Zero(d), acc1 = hn::Zero(d);
-    std::size_t j = 0;
-    for (; j + 2 * L <= dim; j += 2 * L) {
-      const auto e0 = hn::Sub(hn::Sub(hn::LoadU(d, row + j), hn::LoadU(d, pts.shift + j)), hn::LoadU(d, centroid + j));
-      const auto e1 = hn::Sub(hn::Sub(hn::LoadU(d, row + j + L), hn::LoadU(d, pts.shift + j + L)),
-                              hn::LoadU(d, centroid + j + L));
-      acc0 = hn::MulAdd(e0, e0, acc0);
-      acc1 = hn::MulAdd(e1, e1, acc1);
-    }
-    for (; j + L <= dim; j += L) {
-      const auto e = hn::Sub(hn::Sub(hn::LoadU(d, row + j), hn::LoadU(d, pts.shift + j)), hn::LoadU(d, centroid + j));
-      acc0 = hn::MulAdd(e, e, acc0);
-    }
-    T s = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1)));
-    for (; j < dim; ++j) {
-      const T e = row[j] - pts.shift[j] - centroid[j];
-      s += e * e;
-    }
-    out[r - r0] = s;
+constexpr std::size_t kGroup = (HWY_TARGET == HWY_SCALAR) ? 1 : 16 / sizeof(T);
+
+#if HWY_TARGET != HWY_SCALAR
+// Halves a vector until it is one 128-bit block: v = lower half + upper half.
+template <class D>
+HWY_INLINE hn::Vec<hn::Full128<hn::TFromD<D>>> FoldToBlock(D d, hn::Vec<D> v) {
+  if constexpr (D::kPrivateN * sizeof(hn::TFromD<D>) <= 16) {
+    (void)d;
+    return v;
+  } else {
+    const hn::Half<D> dh;
+    return FoldToBlock(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
   }
 }
+#endif
 
-// m accumulators in registers, one per candidate; each row is loaded once for all of them.
+// out[g] = the sum of acc[g]'s lanes, g < kGroup<T>: within each 128-bit block, lanes i and
+// i + 2 (float) then i and i + 1 are added as a transpose of the group; then the blocks fold in
+// halves. Each sum's tree is fixed by its own lanes alone, whatever the group's other vectors.
 template <class T>
-void SqDistFew(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
-               std::size_t r1, T* out) {
+HWY_INLINE void ReduceGroup(const hn::Vec<Tag<T>>* acc, T* out) {
+#if HWY_TARGET == HWY_SCALAR
+  out[0] = hn::GetLane(acc[0]);
+#else
+  const Tag<T> d;
+  hn::Vec<Tag<T>> r;
+  if constexpr (sizeof(T) == 4) {
+    const auto u = hn::Add(hn::InterleaveLower(d, acc[0], acc[1]), hn::InterleaveUpper(d, acc[0], acc[1]));
+    const auto v = hn::Add(hn::InterleaveLower(d, acc[2], acc[3]), hn::InterleaveUpper(d, acc[2], acc[3]));
+    const hn::Repartition<std::uint64_t, Tag<T>> du;
+    r = hn::Add(hn::BitCast(d, hn::InterleaveLower(du, hn::BitCast(du, u), hn::BitCast(du, v))),
+                hn::BitCast(d, hn::InterleaveUpper(du, hn::BitCast(du, u), hn::BitCast(du, v))));
+  } else {
+    r = hn::Add(hn::InterleaveLower(d, acc[0], acc[1]), hn::InterleaveUpper(d, acc[0], acc[1]));
+  }
+  hn::StoreU(FoldToBlock(d, r), hn::Full128<T>(), out);
+#endif
+}
+
+// M candidates (compile time) against rows [r0, r1); out[(r - r0) * stride + t].
+template <class T, std::size_t M>
+void SqDistM(const PointsRef<T>& pts, const T* centroids, std::size_t r0, std::size_t r1, T* out,
+             std::size_t stride) {
   using V = hn::Vec<Tag<T>>;
   const Tag<T> d;
+  constexpr std::size_t G = kGroup<T>;
+  constexpr std::size_t MG = (M + G - 1) / G * G;
   const std::size_t L = hn::Lanes(d);
   const std::size_t dim = pts.dim;
   const std::size_t vec_dims = dim / L * L;
   for (std::size_t r = r0; r < r1; ++r) {
     const T* row = pts.x + r * pts.stride;
-    V acc[kMaxFew];
+    V acc[MG];
 #pragma GCC unroll 16
-    for (std::size_t t = 0; t < kMaxFew; ++t) {
-      if (t >= m) break;
-      acc[t] = hn::Zero(d);
-    }
+    for (std::size_t t = 0; t < MG; ++t) acc[t] = hn::Zero(d);
     for (std::size_t j = 0; j < vec_dims; j += L) {
       const V x = hn::Sub(hn::LoadU(d, row + j), hn::LoadU(d, pts.shift + j));
 #pragma GCC unroll 16
-      for (std::size_t t = 0; t < kMaxFew; ++t) {
-        if (t >= m) break;
+      for (std::size_t t = 0; t < M; ++t) {
         const V e = hn::Sub(x, hn::LoadU(d, centroids + t * dim + j));
         acc[t] = hn::MulAdd(e, e, acc[t]);
       }
     }
-    for (std::size_t t = 0; t < m; ++t) {
-      T s = hn::GetLane(hn::SumOfLanes(d, acc[t]));
+    HWY_ALIGN T s[MG];
+#pragma GCC unroll 16
+    for (std::size_t g = 0; g < MG; g += G) ReduceGroup<T>(acc + g, s + g);
+    T* o = out + (r - r0) * stride;
+    for (std::size_t t = 0; t < M; ++t) {
+      T v = s[t];
       for (std::size_t j = vec_dims; j < dim; ++j) {
-        const T e = row[j] - pts.shift[j] - centroids[t * dim + j];
-        s += e * e;
+        const T e = (row[j] - pts.shift[j]) - centroids[t * dim + j];
+        v = std::fma(e, e, v);
       }
-      out[(r - r0) * m + t] = s;
+      o[t] = v;
     }
   }
+}
+
+template <class T>
+void SqDistOne(const PointsRef<T>& pts, const T* centroid, std::size_t r0, std::size_t r1, T* out) {
+  SqDistM<T, 1>(pts, centroid, r0, r1, out, 1);
+}
+
+template <class T, std::size_t... M>
+void SqDistFewOf(std::index_sequence<M...>, const PointsRef<T>& pts, const T* centroids, std::size_t m,
+                 std::size_t r0, std::size_t r1, T* out) {
+  ((m == M + 1 ? SqDistM<T, M + 1>(pts, centroids, r0, r1, out, m) : void()), ...);
+}
+
+// All m candidates in registers, each row loaded once for all of them.
+template <class T>
+void SqDistFew(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
+               std::size_t r1, T* out) {
+  SqDistFewOf<T>(std::make_index_sequence<kMaxFew>(), pts, centroids, m, r0, r1, out);
 }
 
 template <class T, class DF>

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "cpu/bounds.hpp"
 
@@ -32,15 +33,6 @@ struct DistanceSlack {
   // computed >= (1 - g) exact - tau >= cl whenever exact >= (cl + tau) / (1 - g).
   double safe(double cl) const { return (cl + tau) * over; }
   double over = 1 / (1 - g) * (1 + std::ldexp(1.0, -40));
-
-  // A pair whose distance one kernel computed as dh >= lowering_top(cl) has a distance >= cl
-  // as another kernel computes it: dh <= (1 + g) d + tau, and the other's is >= (1 - g) d - tau.
-  double lowering_top(double cl) const {
-    if (std::isinf(cl)) return std::numeric_limits<double>::infinity();  // anything may lower
-    return (cl + tau) * grow + tau;
-  }
-  // (1 + g) / (1 - g), widened for the float64 arithmetic of lowering_top.
-  double grow = (1 + g) / (1 - g) * (1 + std::ldexp(1.0, -40));
 
   // A computed norm widened to an interval holding the exact one.
   double lo(double norm) const { return norm * (1 - e); }
@@ -117,6 +109,18 @@ void add_terms(const SeedRows<T>& rs, std::size_t s, std::size_t rows, const std
   for (std::size_t u = 0; u < W; ++u) p[u] = acc[u];
 }
 
+template <class T, std::size_t... W>
+void add_terms_w(std::index_sequence<W...>, std::size_t w, const SeedRows<T>& rs, std::size_t s, std::size_t rows,
+                 const std::uint32_t* mask, const T* d, std::size_t mm, std::size_t t, double* p) {
+  ((w == W + 1 ? add_terms<T, W + 1>(rs, s, rows, mask, d, mm, t, p) : void()), ...);
+}
+
+template <class T>
+void add_terms_of(std::size_t w, const SeedRows<T>& rs, std::size_t s, std::size_t rows, const std::uint32_t* mask,
+                  const T* d, std::size_t mm, std::size_t t, double* p) {
+  add_terms_w<T>(std::make_index_sequence<8>(), w, rs, s, rows, mask, d, mm, t, p);
+}
+
 template <class T>
 std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef<T>& pts, std::size_t r0,
                                     std::size_t r1, const SeedRows<T>& rs, const SeedStep<T>& step, double* p,
@@ -176,28 +180,16 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
         }
       }
       // Each candidate's sum runs over the rows in order (as the plain potentials add them);
-      // four candidates' sums at a time stay in registers.
-      std::size_t t = 0;
-      for (; t + 4 <= mm; t += 4) add_terms<T, 4>(rs, s, rows, mask, d, mm, t, p + t0 + t);
-      for (; t < mm; ++t) add_terms<T, 1>(rs, s, rows, mask, d, mm, t, p + t0 + t);
+      // up to eight candidates' sums at a time stay in registers, their chains side by side.
+      for (std::size_t t = 0; t < mm; t += 8) add_terms_of<T>(std::min<std::size_t>(8, mm - t), rs, s, rows, mask, d, mm, t, p + t0 + t);
       if (!rec || rec->overflow) continue;
-      // The pairs whose one-centroid distance (lower_closest's) may fall below cl: measured now,
-      // while the row is in cache, so that keeping a candidate needs no pass over X.
+      // The pairs that lower the row's closest distance: sqdist_few's distance is bitwise
+      // sqdist_one's (kernel_table.hpp), so keeping a candidate needs no pass over X.
       for (std::size_t i = 0; i < rows && !rec->overflow; ++i) {
         const T cl = rs.closest[s + i];
-        const double top = sl.lowering_top(static_cast<double>(cl));
-        if (mask[i] == 0) continue;
-        if (mask[i] == (std::uint32_t{1} << mm) - 1) {  // every pair scored: a quick reject
-          T least = d[i * mm];
-          for (std::size_t t = 1; t < mm; ++t) least = std::min(least, d[i * mm + t]);
-          if (!(static_cast<double>(least) < top)) continue;
-        }
         for (std::uint32_t bits = mask[i]; bits; bits &= bits - 1) {
           const std::size_t t = static_cast<std::size_t>(std::countr_zero(bits));
-          if (!(static_cast<double>(d[i * mm + t]) < top)) continue;
-          T o;
-          table.sqdist_one(pts, c + t * dim, s + i, s + i + 1, &o);
-          ++computed;
+          const T o = d[i * mm + t];
           if (!(o < cl)) continue;
           if (rec->out->size() == rec->cap) {
             rec->overflow = true;

@@ -70,8 +70,8 @@ struct SeedRecords {
 /// Adds to p[t] (t < m), row by row in order over rows [r0, r1) of pts, w_r * min(cl_r, d_rt)
 /// exactly as the plain potentials do, computing d_rt (sqdist_few) only where neither the
 /// threshold (cl_r > thr) nor the norm filter (| ‖y_r‖ - ‖c_t‖ | too large) proves d_rt >= cl_r.
-/// With rec, also records every pair whose sqdist_one distance is below cl_r (measuring it where
-/// d_rt does not prove it is not). Returns distances computed.
+/// With rec, also records every pair whose distance is below cl_r (sqdist_few's distances are
+/// bitwise sqdist_one's, as lower_closest takes them). Returns distances computed.
 template <class T>
 std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef<T>& pts, std::size_t r0,
                                     std::size_t r1, const SeedRows<T>& rows, const SeedStep<T>& step, double* p,

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "cpu/kernel_table.hpp"
@@ -145,6 +146,54 @@ TYPED_TEST(KernelTest, AssignOnRealDataMatchesReferenceUpToTies) {
 }
 
 // The update inner loop sums in a fixed order without FMAs: bitwise equal on every target.
+// k-means++'s distances on real-valued data, far from the origin too: every candidate's value
+// from sqdist_few is bitwise sqdist_one's, whatever m and its slot (the bounded seeding keeps
+// them as closest distances), and within float rounding of the float64 distance.
+TYPED_TEST(KernelTest, SqDistFewIsBitwiseSqDistOneForEveryM) {
+  using T = TypeParam;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> g(0.0, 1.0);
+  for (const auto* tab : detail::kernel_tables<T>()) {
+    for (std::size_t d : kDims) {
+      for (double offset : {0.0, 1000.0}) {
+        const std::size_t n = 37;
+        const std::size_t stride = d + 3;  // rows not contiguous
+        std::vector<T> x(n * stride), shift(d), c(detail::kMaxFew * d);
+        for (auto& v : x) v = static_cast<T>(offset + g(rng));
+        for (auto& v : shift) v = static_cast<T>(offset + 0.1 * g(rng));
+        for (auto& v : c) v = static_cast<T>(g(rng));
+        const PointsRef<T> pts{x.data(), stride, d, shift.data()};
+        std::vector<T> one(detail::kMaxFew * n);
+        for (std::size_t t = 0; t < detail::kMaxFew; ++t) tab->sqdist_one(pts, c.data() + t * d, 0, n, one.data() + t * n);
+        for (std::size_t m = 1; m <= detail::kMaxFew; ++m) {
+          for (std::size_t first : {std::size_t{0}, detail::kMaxFew - m}) {
+            std::vector<T> few(n * m, T(-1));
+            tab->sqdist_few(pts, c.data() + first * d, m, 0, n, few.data());
+            for (std::size_t i = 0; i < n; ++i) {
+              for (std::size_t t = 0; t < m; ++t) {
+                ASSERT_EQ(few[i * m + t], one[(first + t) * n + i])
+                    << tab->name << " d=" << d << " m=" << m << " slot " << t << " row " << i;
+              }
+            }
+          }
+        }
+        for (std::size_t t = 0; t < detail::kMaxFew; ++t) {
+          for (std::size_t i = 0; i < n; ++i) {
+            double e = 0;
+            for (std::size_t j = 0; j < d; ++j) {
+              const double y = static_cast<double>(static_cast<T>(x[i * stride + j] - shift[j])) - double(c[t * d + j]);
+              e += y * y;
+            }
+            const double got = one[t * n + i];
+            ASSERT_NEAR(got, e, 4.0 * (2 * d + 8) * std::numeric_limits<T>::epsilon() * e + 1e-30)
+                << tab->name << " d=" << d;
+          }
+        }
+      }
+    }
+  }
+}
+
 TYPED_TEST(KernelTest, AccumulateRunMatchesReferenceBitwise) {
   using T = TypeParam;
   const auto& ref = detail::reference_table<T>();
