@@ -91,19 +91,22 @@ void seed_thresholds(const KernelTable<T>& table, std::size_t dim, const T* cent
   }
 }
 
-// p[u] += w_i * min(cl_i, d_i,t+u) (cl_i where bit t+u of mask[i] is clear) over rows i in
-// order, for u < W.
-template <class T, std::size_t W>
-void add_terms(const SeedRows<T>& rs, std::size_t s, std::size_t rows, const std::uint32_t* mask, const T* d,
-               std::size_t mm, std::size_t t, double* p) {
+// p[u] += w_i * min(cl_i, d_i,t+u) over rows i in order, for u < W (a pair the bounds skipped
+// holds +inf, so min() gives cl_i as the plain potentials' min does). Unweighted rows add
+// min() itself: w_i = 1 multiplies exactly.
+template <class T, std::size_t W, bool Weighted>
+void add_terms(const SeedRows<T>& rs, std::size_t s, std::size_t rows, const T* d, std::size_t mm, std::size_t t,
+               double* p) {
   double acc[W];
   for (std::size_t u = 0; u < W; ++u) acc[u] = p[u];
   for (std::size_t i = 0; i < rows; ++i) {
     const T cl = rs.closest[s + i];
-    const double wi = rs.w ? rs.w[s + i] : 1.0;
-    for (std::size_t u = 0; u < W; ++u) {
-      const T v = (mask[i] >> (t + u)) & 1 ? std::min(cl, d[i * mm + t + u]) : cl;
-      acc[u] += wi * static_cast<double>(v);
+    const T* di = d + i * mm + t;
+    if constexpr (Weighted) {
+      const double wi = rs.w[s + i];
+      for (std::size_t u = 0; u < W; ++u) acc[u] += wi * static_cast<double>(std::min(cl, di[u]));
+    } else {
+      for (std::size_t u = 0; u < W; ++u) acc[u] += static_cast<double>(std::min(cl, di[u]));
     }
   }
   for (std::size_t u = 0; u < W; ++u) p[u] = acc[u];
@@ -111,14 +114,18 @@ void add_terms(const SeedRows<T>& rs, std::size_t s, std::size_t rows, const std
 
 template <class T, std::size_t... W>
 void add_terms_w(std::index_sequence<W...>, std::size_t w, const SeedRows<T>& rs, std::size_t s, std::size_t rows,
-                 const std::uint32_t* mask, const T* d, std::size_t mm, std::size_t t, double* p) {
-  ((w == W + 1 ? add_terms<T, W + 1>(rs, s, rows, mask, d, mm, t, p) : void()), ...);
+                 const T* d, std::size_t mm, std::size_t t, double* p) {
+  if (rs.w) {
+    ((w == W + 1 ? add_terms<T, W + 1, true>(rs, s, rows, d, mm, t, p) : void()), ...);
+  } else {
+    ((w == W + 1 ? add_terms<T, W + 1, false>(rs, s, rows, d, mm, t, p) : void()), ...);
+  }
 }
 
 template <class T>
-void add_terms_of(std::size_t w, const SeedRows<T>& rs, std::size_t s, std::size_t rows, const std::uint32_t* mask,
-                  const T* d, std::size_t mm, std::size_t t, double* p) {
-  add_terms_w<T>(std::make_index_sequence<8>(), w, rs, s, rows, mask, d, mm, t, p);
+void add_terms_of(std::size_t w, const SeedRows<T>& rs, std::size_t s, std::size_t rows, const T* d, std::size_t mm,
+                  std::size_t t, double* p) {
+  add_terms_w<T>(std::make_index_sequence<8>(), w, rs, s, rows, d, mm, t, p);
 }
 
 template <class T>
@@ -129,6 +136,7 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
   const std::size_t dim = pts.dim;
   const std::size_t m = step.m;
   const DistanceSlack<T> sl(dim);
+  constexpr T kInf = std::numeric_limits<T>::infinity();
   T d[kSeedRows * kMaxFew];
   std::uint32_t mask[kSeedRows];  // bit t: candidate t may lower the row's closest distance
   // The candidates' norms, widened by their rounding (the norm filter).
@@ -164,33 +172,37 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
         // do (a skipped pair's distance is >= the closest one, so min() keeps the closest).
         table.sqdist_few(pts, c, mm, s, s + rows, d);
         computed += rows * mm;
-        for (std::size_t i = 0; i < rows; ++i) mask[i] = (std::uint32_t{1} << mm) - 1;
       } else {
+        // A skipped pair holds +inf: its computed distance would be >= cl, so min() keeps cl.
         for (std::size_t i = 0; i < rows; ++i) {
-          if (mask[i] == 0) continue;
-          if (std::popcount(mask[i]) == 1) {
+          if (mask[i] == 0) {
+            std::fill_n(d + i * mm, mm, kInf);
+          } else if (std::popcount(mask[i]) == 1) {
             const std::size_t t = static_cast<std::size_t>(std::countr_zero(mask[i]));
+            std::fill_n(d + i * mm, mm, kInf);
             table.sqdist_few(pts, c + t * dim, 1, s + i, s + i + 1, d + i * mm + t);
             computed += 1;
           } else {
             table.sqdist_few(pts, c, mm, s + i, s + i + 1, d + i * mm);
             computed += mm;
-            mask[i] = (std::uint32_t{1} << mm) - 1;
           }
         }
       }
       // Each candidate's sum runs over the rows in order (as the plain potentials add them);
       // up to eight candidates' sums at a time stay in registers, their chains side by side.
-      for (std::size_t t = 0; t < mm; t += 8) add_terms_of<T>(std::min<std::size_t>(8, mm - t), rs, s, rows, mask, d, mm, t, p + t0 + t);
+      for (std::size_t t = 0; t < mm; t += 8) add_terms_of<T>(std::min<std::size_t>(8, mm - t), rs, s, rows, d, mm, t, p + t0 + t);
       if (!rec || rec->overflow) continue;
       // The pairs that lower the row's closest distance: sqdist_few's distance is bitwise
       // sqdist_one's (kernel_table.hpp), so keeping a candidate needs no pass over X.
+      // The comparisons are taken without branches, a row at a time (few rows are lowered).
       for (std::size_t i = 0; i < rows && !rec->overflow; ++i) {
         const T cl = rs.closest[s + i];
-        for (std::uint32_t bits = mask[i]; bits; bits &= bits - 1) {
-          const std::size_t t = static_cast<std::size_t>(std::countr_zero(bits));
-          const T o = d[i * mm + t];
-          if (!(o < cl)) continue;
+        const T* di = d + i * mm;
+        std::uint32_t low = 0;
+        for (std::size_t t = 0; t < mm; ++t) low |= static_cast<std::uint32_t>(di[t] < cl) << t;
+        for (; low; low &= low - 1) {
+          const std::size_t t = static_cast<std::size_t>(std::countr_zero(low));
+          const T o = di[t];
           if (rec->out->size() == rec->cap) {
             rec->overflow = true;
             rec->out->clear();
