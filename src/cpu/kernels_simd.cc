@@ -393,6 +393,14 @@ HWY_INLINE void ReduceGroup(const hn::Vec<Tag<T>>* acc, T* out) {
 #endif
 }
 
+// SqDistM prefetches the row kPrefetchRows ahead when a row is at most kPrefetchMaxRowBytes:
+// such rows are scored in too few instructions for the load stream alone to keep the memory busy
+// (Sapphire Rapids: the loop stalled on the row's first load; bounded k-means++ at 1M x 64 x 256
+// 7.07 -> 5.46 s). Wider rows are left to the hardware prefetcher (prefetching them cost the plain
+// seeding of Fashion-MNIST ~15% on AMD EPYC).
+constexpr std::size_t kPrefetchRows = 4;
+constexpr std::size_t kPrefetchMaxRowBytes = 1024;
+
 // M candidates (compile time) against rows [r0, r1); out[(r - r0) * stride + t].
 template <class T, std::size_t M>
 void SqDistM(const PointsRef<T>& pts, const T* centroids, std::size_t r0, std::size_t r1, T* out,
@@ -404,8 +412,15 @@ void SqDistM(const PointsRef<T>& pts, const T* centroids, std::size_t r0, std::s
   const std::size_t L = hn::Lanes(d);
   const std::size_t dim = pts.dim;
   const std::size_t vec_dims = dim / L * L;
+  const std::size_t row_bytes = dim * sizeof(T);
+  const bool prefetch = row_bytes <= kPrefetchMaxRowBytes;
   for (std::size_t r = r0; r < r1; ++r) {
     const T* row = pts.x + r * pts.stride;
+    // Line by line; never past the block (r1), so never past the data.
+    if (prefetch && r + kPrefetchRows < r1) {
+      const char* ahead = reinterpret_cast<const char*>(row + kPrefetchRows * pts.stride);
+      for (std::size_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
+    }
     V acc[MG];
 #pragma GCC unroll 16
     for (std::size_t t = 0; t < MG; ++t) acc[t] = hn::Zero(d);
