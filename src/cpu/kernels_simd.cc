@@ -490,7 +490,11 @@ HWY_INLINE void AccumulateChunk(const PointsRef<T>& pts, const std::uint32_t* HW
   using V = hn::Vec<DF>;
   const DF df;
   const std::size_t L = hn::Lanes(df);
+  // Zeroed first: only the first u are used, which the compiler cannot see (it warned that the
+  // others may be read uninitialised on the scalar target).
   V s[kUpd], q[kUpd], c[kUpd];
+#pragma GCC unroll 4
+  for (std::size_t v = 0; v < kUpd; ++v) s[v] = q[v] = c[v] = hn::Zero(df);
 #pragma GCC unroll 4
   for (std::size_t v = 0; v < kUpd; ++v) {
     if (v >= u) break;
