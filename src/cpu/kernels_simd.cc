@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "cpu/kernel_table.hpp"
+#include "cpu/prefetch.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/kernels_simd.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/aligned_allocator.h>
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
@@ -416,10 +416,9 @@ void SqDistM(const PointsRef<T>& pts, const T* centroids, std::size_t r0, std::s
   const bool prefetch = row_bytes <= kPrefetchMaxRowBytes;
   for (std::size_t r = r0; r < r1; ++r) {
     const T* row = pts.x + r * pts.stride;
-    // Line by line; never past the block (r1), so never past the data.
+    // Never past the block (r1), so never past the data.
     if (prefetch && r + kPrefetchRows < r1) {
-      const char* ahead = reinterpret_cast<const char*>(row + kPrefetchRows * pts.stride);
-      for (std::size_t b = 0; b < row_bytes; b += 64) hwy::Prefetch(ahead + b);
+      prefetch_lines<3>(row + kPrefetchRows * pts.stride, row_bytes);
     }
     V acc[MG];
 #pragma GCC unroll 16
@@ -510,11 +509,7 @@ HWY_INLINE void AccumulateChunk(const PointsRef<T>& pts, const std::uint32_t* HW
   const std::size_t ahead_rows = std::clamp<std::size_t>(64 * 64 / (row_bytes + 64), 2, 16);
   for (std::size_t t = 0; t < n; ++t) {
     if (t + ahead_rows < prefetch_limit) {
-      // Every cache line the row touches (rows need not start on a line).
-      const auto first = reinterpret_cast<std::uintptr_t>(pts.x + idx[t + ahead_rows] * pts.stride);
-      for (std::uintptr_t a = first & ~std::uintptr_t{63}; a < first + row_bytes; a += 64) {
-        __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 1);
-      }
+      prefetch_lines<1>(pts.x + idx[t + ahead_rows] * pts.stride, row_bytes);
     }
     const T* row = pts.x + idx[t] * pts.stride + j0;
     const V w = hn::Set(df, kWeighted ? weights[idx[t]] : 1.0);

@@ -7,13 +7,13 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/prefetch.hpp"
 #include "cpu/sparse_kernels.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/sparse_kernels_simd.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/aligned_allocator.h>
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
@@ -112,7 +112,7 @@ HWY_INLINE void PanelScores(const CsrRef<T>& x, std::size_t r, const T* panel, c
     // larger than L2 (D x nr values), so their latency, not the FMAs, sets the pace.
     if (q + kAhead < q1) {
       const T* ahead = panel + static_cast<std::size_t>(x.cols[q + kAhead]) * nr;
-      for (std::size_t b = 0; b < nr * sizeof(T); b += 64) hwy::Prefetch(reinterpret_cast<const char*>(ahead) + b);
+      prefetch_lines<3>(ahead, nr * sizeof(T));
     }
     const V xv = hn::Set(d, x.values[q]);
     const T* c = panel + static_cast<std::size_t>(x.cols[q]) * nr;
