@@ -13,6 +13,7 @@
 
 #include "core/exact_sum.hpp"
 #include "core/init.hpp"
+#include "core/seeding.hpp"
 #include "cpu/cpu_engine.hpp"
 #include "testlib.hpp"
 
@@ -399,6 +400,66 @@ TEST(ExactSum, IndependentOfOrderAndSplits) {
     detail::ExactSum total;
     for (std::size_t p = parts; p-- > 0;) total.merge(acc[p].limbs().data());
     EXPECT_TRUE(same_double(total.value(), want));
+  }
+}
+
+}  // namespace
+}  // namespace flashkm
+
+namespace flashkm {
+namespace {
+
+// The blocked running sums of search_cumulative, as its comment defines them, one row at a time.
+std::vector<double> blocked_running_sums(const std::vector<float>& cl, const std::vector<double>* w) {
+  std::vector<double> cum(cl.size());
+  double start = 0, q = 0;
+  for (std::size_t i = 0; i < cl.size(); ++i) {
+    if (i % detail::kDrawBlock == 0) {
+      start += q;
+      q = 0;
+    }
+    q += (w ? (*w)[i] : 1.0) * static_cast<double>(cl[i]);
+    cum[i] = start + q;
+  }
+  return cum;
+}
+
+// search_cumulative against the definition above (numpy.searchsorted on those sums), on sizes
+// around the block and the eight-block pass, with and without weights, with targets drawn at
+// random, equal to running sums, zero and beyond the total; and within rounding of the exact
+// running sums (long double).
+TEST(SearchCumulative, MatchesItsDefinition) {
+  std::mt19937_64 rng(5);
+  const std::size_t B = detail::kDrawBlock;
+  for (std::size_t n : {std::size_t{1}, std::size_t{3}, B - 1, B, B + 1, 8 * B - 1, 8 * B, 8 * B + 5, 17 * B + 77}) {
+    for (bool weighted : {false, true}) {
+      std::vector<float> cl(n);
+      std::vector<double> w(n);
+      std::exponential_distribution<float> e(1.0f);
+      std::uniform_real_distribution<double> u(0.0, 3.0);
+      for (std::size_t i = 0; i < n; ++i) {
+        cl[i] = (i % 7 == 3) ? 0.0f : e(rng);  // some rows already centres
+        w[i] = u(rng);
+      }
+      const std::vector<double> cum = blocked_running_sums(cl, weighted ? &w : nullptr);
+      std::vector<double> targets = {0.0, cum.back(), cum.back() * 1.5};
+      std::uniform_int_distribution<std::size_t> pick(0, n - 1);
+      for (int t = 0; t < 20; ++t) targets.push_back(std::uniform_real_distribution<double>(0, 1)(rng) * cum.back());
+      for (int t = 0; t < 10; ++t) targets.push_back(cum[pick(rng)]);
+      const auto got = detail::search_cumulative(cl.data(), weighted ? w.data() : nullptr, n, targets);
+      ASSERT_EQ(got.size(), targets.size());
+      long double exact = 0;
+      std::vector<long double> ex(n);
+      for (std::size_t i = 0; i < n; ++i) ex[i] = exact += (weighted ? w[i] : 1.0) * static_cast<long double>(cl[i]);
+      for (std::size_t t = 0; t < targets.size(); ++t) {
+        const auto want = static_cast<std::size_t>(std::lower_bound(cum.begin(), cum.end(), targets[t]) - cum.begin());
+        EXPECT_EQ(got[t], std::min(want, n - 1)) << "n " << n << " weighted " << weighted << " target " << targets[t];
+        if (targets[t] > cum.back()) continue;
+        const long double tol = 1e-12L * ex.back();
+        EXPECT_GE(ex[got[t]] + tol, targets[t]);
+        if (got[t] > 0) EXPECT_LE(ex[got[t] - 1], targets[t] + tol);
+      }
+    }
   }
 }
 
