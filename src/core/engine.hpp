@@ -105,8 +105,9 @@ class Engine {
   /// seed_start takes the first centre and up to k centres in all; it returns the potential
   /// sum_i w_i closest_i (float64, in row order).
   virtual double seed_start(const double* centre, std::size_t k) = 0;
-  /// For each target, the first row whose running sum of w_i closest_i (float64, in row order)
-  /// reaches it, clipped to the last row (numpy.searchsorted on the cumulative sum).
+  /// For each target, the first row whose running sum of w_i closest_i (float64, taken in
+  /// blocks of rows as core/seeding.hpp's search_cumulative takes it) reaches it, clipped to the
+  /// last row (numpy.searchsorted on those running sums).
   virtual std::vector<std::size_t> seed_draw(const std::vector<double>& targets) = 0;
   /// As potentials(candidates, m, closest, pot) on the kept closest distances.
   virtual void seed_potentials(const double* candidates, std::size_t m, double* pot) = 0;
