@@ -83,6 +83,12 @@ struct KernelTable {
   void (*sqdist_few)(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
                      std::size_t r1, T* out);
 
+  /// sqdist_few over m <= kMaxFew centroids given by pointers (centroids[t] holds dim values):
+  /// each value bitwise sqdist_one's for that centroid. Scores a subset of k-means++'s
+  /// candidates without copying them.
+  void (*sqdist_listed)(const PointsRef<T>& pts, const T* const* centroids, std::size_t m, std::size_t r0,
+                        std::size_t r1, T* out);
+
   /// Rows [r, r + m) centred on the shift exactly as assign_rows centres them, row i at
   /// out + i * dim, with their float squared norms in xnorm[i]; out and xnorm must hold m
   /// rounded up to `center_pad` rows (the excess is zero). Lets another kernel (AMX) re-score

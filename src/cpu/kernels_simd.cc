@@ -401,10 +401,23 @@ HWY_INLINE void ReduceGroup(const hn::Vec<Tag<T>>* acc, T* out) {
 constexpr std::size_t kPrefetchRows = 4;
 constexpr std::size_t kPrefetchMaxRowBytes = 1024;
 
+// Candidate t's values: contiguous (m x dim) or from a list of pointers. Both give SqDistM the
+// same arithmetic per candidate, so a candidate's distance is the same bits either way.
+template <class T>
+struct Contiguous {
+  const T* c;
+  std::size_t dim;
+  HWY_INLINE const T* operator()(std::size_t t) const { return c + t * dim; }
+};
+template <class T>
+struct Listed {
+  const T* const* c;
+  HWY_INLINE const T* operator()(std::size_t t) const { return c[t]; }
+};
+
 // M candidates (compile time) against rows [r0, r1); out[(r - r0) * stride + t].
-template <class T, std::size_t M>
-void SqDistM(const PointsRef<T>& pts, const T* centroids, std::size_t r0, std::size_t r1, T* out,
-             std::size_t stride) {
+template <class T, std::size_t M, class Cands = Contiguous<T>>
+void SqDistMOf(const PointsRef<T>& pts, Cands cand, std::size_t r0, std::size_t r1, T* out, std::size_t stride) {
   using V = hn::Vec<Tag<T>>;
   const Tag<T> d;
   constexpr std::size_t G = kGroup<T>;
@@ -427,7 +440,7 @@ void SqDistM(const PointsRef<T>& pts, const T* centroids, std::size_t r0, std::s
       const V x = hn::Sub(hn::LoadU(d, row + j), hn::LoadU(d, pts.shift + j));
 #pragma GCC unroll 16
       for (std::size_t t = 0; t < M; ++t) {
-        const V e = hn::Sub(x, hn::LoadU(d, centroids + t * dim + j));
+        const V e = hn::Sub(x, hn::LoadU(d, cand(t) + j));
         acc[t] = hn::MulAdd(e, e, acc[t]);
       }
     }
@@ -438,12 +451,31 @@ void SqDistM(const PointsRef<T>& pts, const T* centroids, std::size_t r0, std::s
     for (std::size_t t = 0; t < M; ++t) {
       T v = s[t];
       for (std::size_t j = vec_dims; j < dim; ++j) {
-        const T e = (row[j] - pts.shift[j]) - centroids[t * dim + j];
+        const T e = (row[j] - pts.shift[j]) - cand(t)[j];
         v = std::fma(e, e, v);
       }
       o[t] = v;
     }
   }
+}
+
+template <class T, std::size_t M>
+void SqDistM(const PointsRef<T>& pts, const T* centroids, std::size_t r0, std::size_t r1, T* out,
+             std::size_t stride) {
+  SqDistMOf<T, M>(pts, Contiguous<T>{centroids, pts.dim}, r0, r1, out, stride);
+}
+
+template <class T, std::size_t... M>
+void SqDistListOf(std::index_sequence<M...>, const PointsRef<T>& pts, const T* const* centroids, std::size_t m,
+                  std::size_t r0, std::size_t r1, T* out) {
+  ((m == M + 1 ? SqDistMOf<T, M + 1>(pts, Listed<T>{centroids}, r0, r1, out, m) : void()), ...);
+}
+
+// sqdist_listed: SqDistM over candidates given by pointers (a subset of a step's candidates).
+template <class T>
+void SqDistList(const PointsRef<T>& pts, const T* const* centroids, std::size_t m, std::size_t r0, std::size_t r1,
+                T* out) {
+  SqDistListOf<T>(std::make_index_sequence<kMaxFew>(), pts, centroids, m, r0, r1, out);
 }
 
 template <class T>
@@ -602,6 +634,7 @@ const KernelTable<T>* Table() {
        &SqDistRows<T, 1>, &GroupMin<T, 1>},
       &SqDistOne<T>,
       &SqDistFew<T>,
+      &SqDistList<T>,
       &CenterRows<T>,
       kMR,
       &PackRows<T>,

@@ -53,8 +53,8 @@ bool far_by_norms(double ylo, double yhi, double clo, double chi, double safe) {
 constexpr std::size_t kThresholdRows = 256;
 
 // Rows per sub-block of the bounded passes: scored in one kernel call when nearly all its rows
-// have a pair the bounds do not exclude (as the plain passes score every row), else row by row
-// and, for a row with one survivor, that pair alone.
+// have a pair the bounds do not exclude (as the plain passes score every row), else row by row,
+// each row against its surviving candidates alone.
 constexpr std::size_t kSeedRows = 256;
 bool dense(std::size_t live_rows, std::size_t rows) { return live_rows * 8 > rows * 7; }
 
@@ -182,9 +182,24 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
             std::fill_n(d + i * mm, mm, kInf);
             table.sqdist_few(pts, c + t * dim, 1, s + i, s + i + 1, d + i * mm + t);
             computed += 1;
-          } else {
+          } else if (std::popcount(mask[i]) == static_cast<int>(mm)) {
             table.sqdist_few(pts, c, mm, s + i, s + i + 1, d + i * mm);
             computed += mm;
+          } else {
+            // Only the surviving candidates, by pointer (their distances are the same bits).
+            const T* ptrs[kMaxFew];
+            std::size_t slot[kMaxFew];
+            std::size_t k = 0;
+            for (std::uint32_t b = mask[i]; b; b &= b - 1) {
+              slot[k] = static_cast<std::size_t>(std::countr_zero(b));
+              ptrs[k] = c + slot[k] * dim;
+              ++k;
+            }
+            T got[kMaxFew];
+            table.sqdist_listed(pts, ptrs, k, s + i, s + i + 1, got);
+            std::fill_n(d + i * mm, mm, kInf);
+            for (std::size_t u = 0; u < k; ++u) d[i * mm + slot[u]] = got[u];
+            computed += k;
           }
         }
       }

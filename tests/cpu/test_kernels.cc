@@ -1,6 +1,7 @@
 // Every compiled SIMD kernel against the scalar reference, on shapes around the vector widths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -147,7 +148,7 @@ TYPED_TEST(KernelTest, AssignOnRealDataMatchesReferenceUpToTies) {
 
 // The update inner loop sums in a fixed order without FMAs: bitwise equal on every target.
 // k-means++'s distances on real-valued data, far from the origin too: every candidate's value
-// from sqdist_few is bitwise sqdist_one's, whatever m and its slot (the bounded seeding keeps
+// from sqdist_few (and from sqdist_listed, candidates by pointer) is bitwise sqdist_one's, whatever m and its slot (the bounded seeding keeps
 // them as closest distances), and within float rounding of the float64 distance.
 TYPED_TEST(KernelTest, SqDistFewIsBitwiseSqDistOneForEveryM) {
   using T = TypeParam;
@@ -174,6 +175,20 @@ TYPED_TEST(KernelTest, SqDistFewIsBitwiseSqDistOneForEveryM) {
                 ASSERT_EQ(few[i * m + t], one[(first + t) * n + i])
                     << tab->name << " d=" << d << " m=" << m << " slot " << t << " row " << i;
               }
+            }
+          }
+          // sqdist_listed: m of the candidates in a shuffled order, given by pointers.
+          std::vector<std::size_t> ids(detail::kMaxFew);
+          for (std::size_t t = 0; t < ids.size(); ++t) ids[t] = t;
+          std::shuffle(ids.begin(), ids.end(), rng);
+          std::vector<const T*> ptrs(m);
+          for (std::size_t t = 0; t < m; ++t) ptrs[t] = c.data() + ids[t] * d;
+          std::vector<T> listed(n * m, T(-1));
+          tab->sqdist_listed(pts, ptrs.data(), m, 0, n, listed.data());
+          for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t t = 0; t < m; ++t) {
+              ASSERT_EQ(listed[i * m + t], one[ids[t] * n + i])
+                  << tab->name << " listed d=" << d << " m=" << m << " slot " << t << " row " << i;
             }
           }
         }

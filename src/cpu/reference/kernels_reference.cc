@@ -144,6 +144,16 @@ void ref_sqdist_few(const PointsRef<T>& pts, const T* centroids, std::size_t m, 
 }
 
 template <class T>
+void ref_sqdist_listed(const PointsRef<T>& pts, const T* const* centroids, std::size_t m, std::size_t r0,
+                       std::size_t r1, T* out) {
+  for (std::size_t t = 0; t < m; ++t) {
+    std::vector<T> o(r1 - r0);
+    ref_sqdist_one(pts, centroids[t], r0, r1, o.data());
+    for (std::size_t r = r0; r < r1; ++r) out[(r - r0) * m + t] = o[r - r0];
+  }
+}
+
+template <class T>
 void ref_center_rows(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* out, T* xnorm) {
   std::vector<T> x(pts.dim);
   for (std::size_t i = 0; i < m; ++i) {
@@ -176,7 +186,7 @@ const KernelTable<T>& reference_table() {
   static const PanelKernels<T> panel{1, &ref_packed_size<T>, &ref_pack<T>, &ref_assign<T>,
                                      &ref_sqdist<T>, &ref_group_min<T>};
   static const KernelTable<T> table{"reference", panel, panel, &ref_sqdist_one<T>,
-                                    &ref_sqdist_few<T>, &ref_center_rows<T>, 1,
+                                    &ref_sqdist_few<T>, &ref_sqdist_listed<T>, &ref_center_rows<T>, 1,
                                     &ref_pack_rows<T>, &ref_accumulate<T>};
   return table;
 }
