@@ -52,11 +52,11 @@ bool far_by_norms(double ylo, double yhi, double clo, double chi, double safe) {
 // Centres per call of sqdist_few when taking thresholds (a buffer of this many x m).
 constexpr std::size_t kThresholdRows = 256;
 
-// Rows per sub-block of the bounded passes: scored in one kernel call when nearly all its rows
-// have a pair the bounds do not exclude (as the plain passes score every row), else row by row,
-// each row against its surviving candidates alone.
+// Rows per sub-block of the bounded passes: scored in one kernel call when the bounds exclude
+// few of its pairs (as the plain passes score every pair), else row by row, each row against its
+// surviving candidates alone.
 constexpr std::size_t kSeedRows = 256;
-bool dense(std::size_t live_rows, std::size_t rows) { return live_rows * 8 > rows * 7; }
+bool dense(std::size_t live_pairs, std::size_t pairs) { return live_pairs * 8 > pairs * 7; }
 
 }  // namespace
 
@@ -149,7 +149,7 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
         nlo[t] = sl.lo(step.cand_norm[t0 + t]);
         nhi[t] = sl.hi(step.cand_norm[t0 + t]);
       }
-      std::size_t live = rows;  // rows with a surviving pair
+      std::size_t live = rows * mm;  // surviving pairs
       if (step.bounded) live = 0;
       for (std::size_t i = 0; i < rows && step.bounded; ++i) {
         const double cl = static_cast<double>(rs.closest[s + i]);
@@ -164,11 +164,11 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
           }
         }
         mask[i] = bits;
-        live += bits != 0;
+        live += static_cast<std::size_t>(std::popcount(bits));
       }
       const T* c = step.cands + t0 * dim;
-      if (!step.bounded || dense(live, rows)) {
-        // Nearly every row has a survivor: score them all in one call, as the plain potentials
+      if (!step.bounded || dense(live, rows * mm)) {
+        // Nearly every pair survives: score them all in one call, as the plain potentials
         // do (a skipped pair's distance is >= the closest one, so min() keeps the closest).
         table.sqdist_few(pts, c, mm, s, s + rows, d);
         computed += rows * mm;
