@@ -465,35 +465,30 @@ void SqDistM(const PointsRef<T>& pts, const T* centroids, std::size_t r0, std::s
   SqDistMOf<T, M>(pts, Contiguous<T>{centroids, pts.dim}, r0, r1, out, stride);
 }
 
-template <class T, std::size_t... M>
-void SqDistListOf(std::index_sequence<M...>, const PointsRef<T>& pts, const T* const* centroids, std::size_t m,
-                  std::size_t r0, std::size_t r1, T* out) {
-  ((m == M + 1 ? SqDistMOf<T, M + 1>(pts, Listed<T>{centroids}, r0, r1, out, m) : void()), ...);
-}
-
-// sqdist_listed: SqDistM over candidates given by pointers (a subset of a step's candidates).
-template <class T>
-void SqDistList(const PointsRef<T>& pts, const T* const* centroids, std::size_t m, std::size_t r0, std::size_t r1,
-                T* out) {
-  SqDistListOf<T>(std::make_index_sequence<kMaxFew>(), pts, centroids, m, r0, r1, out);
-}
-
 template <class T>
 void SqDistOne(const PointsRef<T>& pts, const T* centroid, std::size_t r0, std::size_t r1, T* out) {
   SqDistM<T, 1>(pts, centroid, r0, r1, out, 1);
 }
 
-template <class T, std::size_t... M>
-void SqDistFewOf(std::index_sequence<M...>, const PointsRef<T>& pts, const T* centroids, std::size_t m,
-                 std::size_t r0, std::size_t r1, T* out) {
-  ((m == M + 1 ? SqDistM<T, M + 1>(pts, centroids, r0, r1, out, m) : void()), ...);
+// m (at run time) candidates in either layout: SqDistMOf with M = m.
+template <class T, class Cands, std::size_t... M>
+void SqDistOf(std::index_sequence<M...>, const PointsRef<T>& pts, Cands cand, std::size_t m, std::size_t r0,
+              std::size_t r1, T* out) {
+  ((m == M + 1 ? SqDistMOf<T, M + 1>(pts, cand, r0, r1, out, m) : void()), ...);
 }
 
 // All m candidates in registers, each row loaded once for all of them.
 template <class T>
 void SqDistFew(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
                std::size_t r1, T* out) {
-  SqDistFewOf<T>(std::make_index_sequence<kMaxFew>(), pts, centroids, m, r0, r1, out);
+  SqDistOf<T>(std::make_index_sequence<kMaxFew>(), pts, Contiguous<T>{centroids, pts.dim}, m, r0, r1, out);
+}
+
+// sqdist_listed: the same over candidates given by pointers (a subset of a step's candidates).
+template <class T>
+void SqDistList(const PointsRef<T>& pts, const T* const* centroids, std::size_t m, std::size_t r0, std::size_t r1,
+                T* out) {
+  SqDistOf<T>(std::make_index_sequence<kMaxFew>(), pts, Listed<T>{centroids}, m, r0, r1, out);
 }
 
 template <class T, class DF>

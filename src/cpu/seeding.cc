@@ -177,11 +177,6 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
         for (std::size_t i = 0; i < rows; ++i) {
           if (mask[i] == 0) {
             std::fill_n(d + i * mm, mm, kInf);
-          } else if (std::popcount(mask[i]) == 1) {
-            const std::size_t t = static_cast<std::size_t>(std::countr_zero(mask[i]));
-            std::fill_n(d + i * mm, mm, kInf);
-            table.sqdist_few(pts, c + t * dim, 1, s + i, s + i + 1, d + i * mm + t);
-            computed += 1;
           } else if (std::popcount(mask[i]) == static_cast<int>(mm)) {
             table.sqdist_few(pts, c, mm, s + i, s + i + 1, d + i * mm);
             computed += mm;

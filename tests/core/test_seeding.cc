@@ -403,12 +403,6 @@ TEST(ExactSum, IndependentOfOrderAndSplits) {
   }
 }
 
-}  // namespace
-}  // namespace flashkm
-
-namespace flashkm {
-namespace {
-
 // The blocked running sums of search_cumulative, as its comment defines them, one row at a time.
 std::vector<double> blocked_running_sums(const std::vector<float>& cl, const std::vector<double>* w) {
   std::vector<double> cum(cl.size());

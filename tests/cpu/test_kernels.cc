@@ -148,8 +148,9 @@ TYPED_TEST(KernelTest, AssignOnRealDataMatchesReferenceUpToTies) {
 
 // The update inner loop sums in a fixed order without FMAs: bitwise equal on every target.
 // k-means++'s distances on real-valued data, far from the origin too: every candidate's value
-// from sqdist_few (and from sqdist_listed, candidates by pointer) is bitwise sqdist_one's, whatever m and its slot (the bounded seeding keeps
-// them as closest distances), and within float rounding of the float64 distance.
+// from sqdist_few, and from sqdist_listed (candidates by pointer), is bitwise sqdist_one's,
+// whatever m and its slot (the bounded seeding keeps them as closest distances), and within
+// float rounding of the float64 distance.
 TYPED_TEST(KernelTest, SqDistFewIsBitwiseSqDistOneForEveryM) {
   using T = TypeParam;
   std::mt19937_64 rng(7);

@@ -134,16 +134,6 @@ void ref_sqdist_one(const PointsRef<T>& pts, const T* centroid, std::size_t r0, 
 }
 
 template <class T>
-void ref_sqdist_few(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
-                    std::size_t r1, T* out) {
-  for (std::size_t t = 0; t < m; ++t) {
-    std::vector<T> o(r1 - r0);
-    ref_sqdist_one(pts, centroids + t * pts.dim, r0, r1, o.data());
-    for (std::size_t r = r0; r < r1; ++r) out[(r - r0) * m + t] = o[r - r0];
-  }
-}
-
-template <class T>
 void ref_sqdist_listed(const PointsRef<T>& pts, const T* const* centroids, std::size_t m, std::size_t r0,
                        std::size_t r1, T* out) {
   for (std::size_t t = 0; t < m; ++t) {
@@ -151,6 +141,14 @@ void ref_sqdist_listed(const PointsRef<T>& pts, const T* const* centroids, std::
     ref_sqdist_one(pts, centroids[t], r0, r1, o.data());
     for (std::size_t r = r0; r < r1; ++r) out[(r - r0) * m + t] = o[r - r0];
   }
+}
+
+template <class T>
+void ref_sqdist_few(const PointsRef<T>& pts, const T* centroids, std::size_t m, std::size_t r0,
+                    std::size_t r1, T* out) {
+  std::vector<const T*> listed(m);
+  for (std::size_t t = 0; t < m; ++t) listed[t] = centroids + t * pts.dim;
+  ref_sqdist_listed(pts, listed.data(), m, r0, r1, out);
 }
 
 template <class T>
