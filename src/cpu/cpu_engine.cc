@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
@@ -214,6 +215,22 @@ double CpuEngine<T>::seed_start(const double* centre, std::size_t k) {
       seed_norms(ch.pts, r0, r1, seed_norm_.data() + ch.first + r0);
     });
   });
+  // The 8-bit sketch of the rows: float32 rows in memory, wide enough for it to pay
+  // (FLASHKM_SEED_SKETCH=0 turns it off, to measure without it).
+  seed_sketch_on_ = false;
+  const char* env = std::getenv("FLASHKM_SEED_SKETCH");
+  if (std::is_same_v<T, float> && data_.in_memory() && sketch_pays(dim_) && !(env && std::string(env) == "0")) {
+    seed_sketch_.reset(n_, dim_);
+    bool ok = true;
+    for_each_chunk([&](const Chunk<T>& ch) {
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 64) reduction(&& : ok)
+      for (std::size_t b = 0; b < (ch.x.rows + kSketchRows - 1) / kSketchRows; ++b) {
+        ok = seed_sketch_.build(ch.pts, b * kSketchRows, std::min(ch.x.rows, (b + 1) * kSketchRows)) && ok;
+      }
+    });
+    seed_sketch_on_ = ok;
+    if (!ok) seed_sketch_ = {};
+  }
   lower_closest(centre, seed_closest_.data());
   seed_distances_ = n_;
   return potential(seed_closest_.data(), weights_, n_);
@@ -226,15 +243,22 @@ std::vector<std::size_t> CpuEngine<T>::seed_draw(const std::vector<double>& targ
 
 template <class T>
 void CpuEngine<T>::seed_potentials(const double* candidates, std::size_t m, double* pot) {
-  seed_bounded_ = seed_window_.bounded_next();
   seed_cands_.assign(candidates, candidates + m * dim_);
+  // The sketch filter costs a quarter of a pass over X and proves most pairs useless in any
+  // dimension, so its steps are always bounded (and the window is not consulted).
+  seed_step_sketch_ = seed_sketch_on_ && seed_csketch_.build(seed_cands_.data(), m, dim_);
+  seed_bounded_ = seed_step_sketch_ || seed_window_.bounded_next();
   std::vector<double> cand_norm;
-  if (seed_bounded_) {
+  if (seed_bounded_ && !seed_step_sketch_) {
     seed_thresholds(*table_, dim_, seed_centres_.data(), seed_count_, seed_cands_.data(), m, seed_thr_);
     cand_norm.resize(m);
     seed_norms(centres_ref(seed_cands_.data()), 0, m, cand_norm.data());
   }
-  const SeedStep<T> step{seed_cands_.data(), m, seed_bounded_, seed_thr_.data(), cand_norm.data()};
+  SeedStep<T> step{seed_cands_.data(), m, seed_bounded_, seed_thr_.data(), cand_norm.data()};
+  if (seed_step_sketch_) {
+    step.sketch = &seed_sketch_;
+    step.cand_sketch = &seed_csketch_;
+  }
   const std::size_t sr = stat_rows(row_bytes_);
   seed_low_.resize((n_ + sr - 1) / sr);
   seed_overflow_.assign(seed_low_.size(), 0);
@@ -253,7 +277,7 @@ void CpuEngine<T>::seed_potentials(const double* candidates, std::size_t m, doub
     computed += c;
   });
   seed_distances_ += computed;
-  if (seed_bounded_) seed_window_.record(computed, n_ * m);
+  if (seed_bounded_ && !seed_step_sketch_) seed_window_.record(computed, n_ * m);
   std::copy(total.begin(), total.end(), pot);
 }
 
@@ -420,6 +444,9 @@ void CpuEngine<T>::seed_end() {
   seed_thr_ = {};
   seed_low_ = {};
   seed_overflow_ = {};
+  seed_sketch_ = {};
+  seed_csketch_ = {};
+  seed_sketch_on_ = seed_step_sketch_ = false;
   seed_count_ = 0;
 }
 

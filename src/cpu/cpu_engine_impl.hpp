@@ -28,6 +28,7 @@
 #include "cpu/kernel_table.hpp"
 #include "cpu/rows.hpp"
 #include "cpu/seeding.hpp"
+#include "cpu/sketch.hpp"
 #include "flashkm/matrix_view.hpp"
 
 namespace flashkm::detail {
@@ -247,6 +248,12 @@ class CpuEngine final : public Engine<T> {
   std::uint64_t seed_distances_ = 0;
   SeedWindow seed_window_;
   bool seed_bounded_ = true;  // the current step tests bounds
+  // The rows' 8-bit sketch (cpu/sketch.hpp) when the seeding filters with it (float32 rows in
+  // memory, sketch_pays(dim)), and the step's candidates sketched.
+  RowSketch seed_sketch_;
+  CandSketch seed_csketch_;
+  bool seed_sketch_on_ = false;
+  bool seed_step_sketch_ = false;
 
   std::vector<std::uint64_t> hist_;
   std::vector<std::uint64_t> offsets_;

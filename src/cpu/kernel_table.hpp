@@ -61,6 +61,37 @@ struct PanelKernels {
                     std::size_t c0, std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2);
 };
 
+/// Rows per block of k-means++'s 8-bit row sketch (cpu/sketch.hpp).
+inline constexpr std::size_t kSketchRows = 16;
+
+/// One block of kSketchRows rows of the row sketch and one step's candidate sketches, for
+/// sketch_mask. A row y (centred as the kernels centre it) is held as s * q, q in [-127, 127]^D,
+/// with ||y - s q|| <= delta; a candidate likewise as (cs / 2) * cq. Pairs of features are
+/// interleaved: q[(p * kSketchRows + i) * 2 + h] is feature 2p + h of row i (zero past D).
+struct SketchArgs {
+  const std::int8_t* q;      // the block's rows: pairs x kSketchRows x 2
+  std::size_t pairs;         // ceil(D / 2)
+  const float* a;            // per row: ||s q||^2 (rounded to nearest)
+  const float* s;            // per row: the scale s
+  const float* delta;        // per row: an upper bound on ||y - s q||
+  const float* cl;           // per row: the closest squared distance so far
+  const std::int32_t* cq;    // m x pairs words: features 2p and 2p + 1 of candidate t as two int16
+  const float* cb;           // per candidate: ||(cs / 2) cq||^2 (rounded to nearest)
+  const float* cs;           // per candidate: twice its scale
+  const float* cdelta;       // per candidate: an upper bound on ||c - (cs / 2) cq||
+  std::size_t m;             // candidates, at most kMaxFew
+  float tau;                 // the kernels' distance slack: a computed squared distance d^ to a
+  float over;                //   candidate is >= cl when the exact one is >= (cl + tau) * over
+};
+
+/// The sketch filter's float margins: 1 + 2^-18 on radii and thresholds, 2^-18 (a + b) on
+/// ||s q - s' q'||^2, each several times the rounding of the float steps they cover.
+inline constexpr float kSketchUp = 1.0f + 0x1p-18f;
+inline constexpr float kSketchErr = 0x1p-18f;
+
+/// The sketch filter in plain C++ (the reference table's, and the scalar targets').
+void ref_sketch_mask(const SketchArgs& args, std::uint32_t* mask);
+
 template <class T>
 struct KernelTable {
   const char* name;  // the Highway target name of the code that runs, or "reference"
@@ -108,6 +139,12 @@ struct KernelTable {
   void (*accumulate_run)(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_t n,
                          std::size_t idx_valid, const double* weights, const double* centroid, double* sum,
                          double* wsum, double* sq);
+
+  /// k-means++'s sketch filter over one block of rows: bit t of mask[i] is clear only when the
+  /// sketches prove that candidate t's computed distance to row i is >= cl[i] (so min(cl, d)
+  /// keeps cl): the integer dot products q . cq are exact, and every float rounding of the test
+  /// is covered, so a target may round its float steps its own way. A set bit proves nothing.
+  void (*sketch_mask)(const SketchArgs& args, std::uint32_t* mask);
 };
 
 /// Every compiled target's tables the running CPU supports, best first, then the reference.

@@ -619,6 +619,66 @@ void CenterRows(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* out, T
   }
 }
 
+// k-means++'s sketch filter (kernel_table.hpp, SketchArgs): for each vector of rows of the block
+// (a lane is a row), the exact integer dot products with M candidates at once (features in
+// pairs: one widening multiply-add per pair and candidate), then the float test lane by lane.
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
+void SketchMask(const SketchArgs& g, std::uint32_t* mask) { ref_sketch_mask(g, mask); }
+#else
+template <std::size_t M>
+void SketchMaskM(const SketchArgs& g, std::uint32_t* mask) {
+  using DI = hn::ScalableTag<std::int32_t>;
+  const DI di;
+  const hn::Repartition<std::int16_t, DI> d16;
+  const hn::Rebind<std::int8_t, decltype(d16)> d8;
+  const hn::Rebind<float, DI> df;
+  using VI = hn::Vec<DI>;
+  using VF = hn::Vec<decltype(df)>;
+  const std::size_t N = hn::Lanes(di);
+  for (std::size_t h = 0; h < kSketchRows; h += N) {
+    VI acc0[M], acc1[M];
+#pragma GCC unroll 16
+    for (std::size_t t = 0; t < M; ++t) acc0[t] = acc1[t] = hn::Zero(di);
+    const std::int8_t* q = g.q + h * 2;
+    for (std::size_t p = 0; p < g.pairs; ++p) {
+      const auto x = hn::PromoteTo(d16, hn::LoadU(d8, q + p * kSketchRows * 2));
+#pragma GCC unroll 16
+      for (std::size_t t = 0; t < M; ++t) {
+        const auto c = hn::BitCast(d16, hn::Set(di, g.cq[t * g.pairs + p]));
+        acc0[t] = hn::ReorderWidenMulAccumulate(di, x, c, acc0[t], acc1[t]);
+      }
+    }
+    const VF a = hn::LoadU(df, g.a + h), s = hn::LoadU(df, g.s + h);
+    const VF cl = hn::LoadU(df, g.cl + h);
+    const VF up = hn::Set(df, kSketchUp);
+    const VF r = hn::Mul(hn::Sqrt(hn::Mul(hn::Add(cl, hn::Set(df, g.tau)), hn::Set(df, g.over))), up);
+    const VF rd = hn::Add(r, hn::LoadU(df, g.delta + h));
+    VI bits = hn::Zero(di);
+#pragma GCC unroll 16
+    for (std::size_t t = 0; t < M; ++t) {
+      const VF p = hn::ConvertTo(df, hn::RearrangeToOddPlusEven(acc0[t], acc1[t]));
+      const VF ab = hn::Add(a, hn::Set(df, g.cb[t]));
+      const VF e = hn::Sub(ab, hn::Mul(hn::Mul(s, hn::Set(df, g.cs[t])), p));
+      const VF elo = hn::Sub(e, hn::Mul(ab, hn::Set(df, kSketchErr)));
+      const VF gg = hn::Add(rd, hn::Set(df, g.cdelta[t]));
+      const VF thr = hn::Mul(hn::Mul(gg, gg), up);
+      const auto skip = hn::RebindMask(di, hn::Ge(elo, thr));
+      bits = hn::Or(bits, hn::IfThenZeroElse(skip, hn::Set(di, static_cast<std::int32_t>(std::uint32_t{1} << t))));
+    }
+    hn::StoreU(bits, di, reinterpret_cast<std::int32_t*>(mask + h));
+  }
+}
+
+template <std::size_t... M>
+void SketchMaskOf(std::index_sequence<M...>, const SketchArgs& g, std::uint32_t* mask) {
+  ((g.m == M + 1 ? SketchMaskM<M + 1>(g, mask) : void()), ...);
+}
+
+void SketchMask(const SketchArgs& g, std::uint32_t* mask) {
+  SketchMaskOf(std::make_index_sequence<kMaxFew>(), g, mask);
+}
+#endif
+
 template <class T>
 const KernelTable<T>* Table() {
   static const KernelTable<T> table{
@@ -633,7 +693,8 @@ const KernelTable<T>* Table() {
       &CenterRows<T>,
       kMR,
       &PackRows<T>,
-      &AccumulateRun<T>};
+      &AccumulateRun<T>,
+      &SketchMask};
   return &table;
 }
 

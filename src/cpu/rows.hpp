@@ -59,6 +59,8 @@ class Rows {
 
   std::size_t rows() const { return rows_; }
   std::size_t cols() const { return cols_; }
+  // Whether every row is in memory (one chunk, rows numbered from 0).
+  bool in_memory() const { return source_ == nullptr; }
 
   // Calls fn(x, first) for each chunk of one pass, in row order.
   template <class Fn>

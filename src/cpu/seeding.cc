@@ -5,9 +5,11 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "cpu/bounds.hpp"
+#include "cpu/prefetch.hpp"
 
 namespace flashkm::detail {
 namespace {
@@ -128,10 +130,183 @@ void add_terms_of(std::size_t w, const SeedRows<T>& rs, std::size_t s, std::size
   add_terms_w<T>(std::make_index_sequence<8>(), w, rs, s, rows, d, mm, t, p);
 }
 
+// The sketch filter's masks of rows [s, s + rows) for candidates [t0, t0 + mm): the blocks of
+// kSketchRows rows that cover them (pts numbers the whole data set, as the sketch does).
+template <class T>
+void sketch_rows(const KernelTable<T>& table, const RowSketch& sk, const CandSketch& cs, const T* closest,
+                 std::size_t s, std::size_t rows, std::size_t t0, std::size_t mm, float tau, float over,
+                 std::uint32_t* mask) {
+  SketchArgs g{};
+  g.pairs = sk.pairs;
+  g.cq = cs.cq.data() + t0 * sk.pairs;
+  g.cb = cs.cb.data() + t0;
+  g.cs = cs.cs.data() + t0;
+  g.cdelta = cs.cdelta.data() + t0;
+  g.m = mm;
+  g.tau = tau;
+  g.over = over;
+  std::uint32_t got[kSketchRows];
+  float cl[kSketchRows];
+  for (std::size_t b = s / kSketchRows; b * kSketchRows < s + rows; ++b) {
+    const std::size_t b0 = b * kSketchRows;
+    // The block's closest distances as float, rounded up (exact for float rows; zero past the
+    // last row, whose masks are not used).
+    for (std::size_t i = 0; i < kSketchRows; ++i) {
+      const std::size_t r = b0 + i;
+      if constexpr (std::is_same_v<T, float>) {
+        cl[i] = r < sk.rows ? closest[r] : 0.0f;
+      } else {
+        cl[i] = r < sk.rows ? bounds::up(static_cast<double>(closest[r])) : 0.0f;
+      }
+    }
+    g.q = sk.block_q(b);
+    g.a = sk.a.data() + b0;
+    g.s = sk.s.data() + b0;
+    g.delta = sk.delta.data() + b0;
+    g.cl = cl;
+    table.sketch_mask(g, got);
+    const std::size_t i0 = std::max(b0, s), i1 = std::min(b0 + kSketchRows, s + rows);
+    for (std::size_t r = i0; r < i1; ++r) mask[r - s] = got[r - b0];
+  }
+}
+
+// Set bits of a candidate mask (SWAR: the baseline x86-64 build has no popcnt instruction, and
+// std::popcount would call libgcc).
+inline std::size_t bits_set(std::uint32_t v) {
+  v = v - ((v >> 1) & 0x55555555u);
+  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+  return static_cast<std::size_t>((((v + (v >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+}
+
+// p[u] += w_i * min(cl_i, d_i,t+u) over rows i in order, for u < W, where only the rows in
+// surv (ascending, their distances at d + j * mm) may have a candidate below cl_i: every other
+// row adds w_i * cl_i, as min() would give it.
+template <class T, std::size_t W, bool Weighted>
+void add_terms_sparse(const SeedRows<T>& rs, std::size_t s, std::size_t rows, const std::uint32_t* surv,
+                      std::size_t ns, const T* d, std::size_t mm, std::size_t t, double* p) {
+  double acc[W];
+  for (std::size_t u = 0; u < W; ++u) acc[u] = p[u];
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T cl = rs.closest[s + i];
+    const double wi = Weighted ? rs.w[s + i] : 1.0;
+    if (j < ns && surv[j] == i) {
+      const T* di = d + j * mm + t;
+      for (std::size_t u = 0; u < W; ++u) {
+        const double v = static_cast<double>(std::min(cl, di[u]));
+        acc[u] += Weighted ? wi * v : v;
+      }
+      ++j;
+    } else {
+      const double v = Weighted ? wi * static_cast<double>(cl) : static_cast<double>(cl);
+      for (std::size_t u = 0; u < W; ++u) acc[u] += v;
+    }
+  }
+  for (std::size_t u = 0; u < W; ++u) p[u] = acc[u];
+}
+
+template <class T, std::size_t... W>
+void add_terms_sparse_of(std::index_sequence<W...>, std::size_t w, const SeedRows<T>& rs, std::size_t s,
+                         std::size_t rows, const std::uint32_t* surv, std::size_t ns, const T* d, std::size_t mm,
+                         std::size_t t, double* p) {
+  if (rs.w) {
+    ((w == W + 1 ? add_terms_sparse<T, W + 1, true>(rs, s, rows, surv, ns, d, mm, t, p) : void()), ...);
+  } else {
+    ((w == W + 1 ? add_terms_sparse<T, W + 1, false>(rs, s, rows, surv, ns, d, mm, t, p) : void()), ...);
+  }
+}
+
+// seed_block_potentials for a step with the sketch: the filter's masks for a sub-block, then
+// only the rows it keeps are read (prefetched together: they are scattered) and scored against
+// the candidates it keeps; every other row adds its closest distance.
+template <class T>
+std::uint64_t sketch_block_potentials(const KernelTable<T>& table, const PointsRef<T>& pts, std::size_t r0,
+                                      std::size_t r1, const SeedRows<T>& rs, const SeedStep<T>& step, double* p,
+                                      SeedRecords<T>* rec) {
+  std::uint64_t computed = 0;
+  const std::size_t dim = pts.dim;
+  const std::size_t m = step.m;
+  const DistanceSlack<T> sl(dim);
+  // The filter's slack, rounded up to float (a larger slack only keeps more pairs).
+  const float tau_f = bounds::up(std::max(sl.tau, 0x1p-126));
+  const float over_f = bounds::up(sl.over);
+  constexpr T kInf = std::numeric_limits<T>::infinity();
+  T d[kSeedRows * kMaxFew];
+  std::uint32_t mask[kSeedRows];
+  std::uint32_t surv[kSeedRows];
+  for (std::size_t s = r0; s < r1; s += kSeedRows) {
+    const std::size_t rows = std::min(kSeedRows, r1 - s);
+    for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
+      const std::size_t mm = std::min(kMaxFew, m - t0);
+      const T* c = step.cands + t0 * dim;
+      sketch_rows(table, *step.sketch, *step.cand_sketch, rs.closest, s, rows, t0, mm, tau_f, over_f, mask);
+      std::size_t ns = 0, live = 0;
+      for (std::size_t i = 0; i < rows; ++i) {
+        surv[ns] = static_cast<std::uint32_t>(i);
+        ns += mask[i] != 0;
+        live += bits_set(mask[i]);
+      }
+      if (dense(live, rows * mm)) {
+        // Nearly every pair survives (the first steps): one call for the sub-block.
+        table.sqdist_few(pts, c, mm, s, s + rows, d);
+        computed += rows * mm;
+        ns = rows;
+        for (std::size_t i = 0; i < rows; ++i) surv[i] = static_cast<std::uint32_t>(i);
+      } else {
+        for (std::size_t j = 0; j < ns; ++j) prefetch_lines<3>(pts.x + (s + surv[j]) * pts.stride, dim * sizeof(T));
+        for (std::size_t j = 0; j < ns; ++j) {
+          const std::size_t r = s + surv[j];
+          const std::uint32_t mk = mask[surv[j]];
+          T* dj = d + j * mm;
+          // Only the surviving candidates, by pointer (their distances are the same bits); a
+          // skipped pair holds +inf (its computed distance would be >= cl, so min() keeps cl).
+          const T* ptrs[kMaxFew];
+          std::size_t slot[kMaxFew];
+          std::size_t k = 0;
+          for (std::uint32_t b = mk; b; b &= b - 1) {
+            slot[k] = static_cast<std::size_t>(std::countr_zero(b));
+            ptrs[k] = c + slot[k] * dim;
+            ++k;
+          }
+          T got[kMaxFew];
+          table.sqdist_listed(pts, ptrs, k, r, r + 1, got);
+          std::fill_n(dj, mm, kInf);
+          for (std::size_t u = 0; u < k; ++u) dj[slot[u]] = got[u];
+          computed += k;
+        }
+      }
+      for (std::size_t t = 0; t < mm; t += 8) {
+        add_terms_sparse_of<T>(std::make_index_sequence<8>(), std::min<std::size_t>(8, mm - t), rs, s, rows, surv, ns,
+                               d, mm, t, p + t0 + t);
+      }
+      if (!rec || rec->overflow) continue;
+      // The pairs that lower a row's closest distance are among the survivors.
+      for (std::size_t j = 0; j < ns && !rec->overflow; ++j) {
+        const std::size_t i = surv[j];
+        const T cl = rs.closest[s + i];
+        const T* di = d + j * mm;
+        std::uint32_t low = 0;
+        for (std::size_t t = 0; t < mm; ++t) low |= static_cast<std::uint32_t>(di[t] < cl) << t;
+        for (; low; low &= low - 1) {
+          const std::size_t t = static_cast<std::size_t>(std::countr_zero(low));
+          if (rec->out->size() == rec->cap) {
+            rec->overflow = true;
+            rec->out->clear();
+            break;
+          }
+          rec->out->push_back({static_cast<std::uint32_t>(s + i - rec->first), static_cast<std::uint32_t>(t0 + t), di[t]});
+        }
+      }
+    }
+  }
+  return computed;
+}
+
 template <class T>
 std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef<T>& pts, std::size_t r0,
                                     std::size_t r1, const SeedRows<T>& rs, const SeedStep<T>& step, double* p,
                                     SeedRecords<T>* rec) {
+  if (step.sketch) return sketch_block_potentials(table, pts, r0, r1, rs, step, p, rec);
   std::uint64_t computed = 0;
   const std::size_t dim = pts.dim;
   const std::size_t m = step.m;
@@ -164,7 +339,7 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
           }
         }
         mask[i] = bits;
-        live += static_cast<std::size_t>(std::popcount(bits));
+        live += bits_set(bits);
       }
       const T* c = step.cands + t0 * dim;
       if (!step.bounded || dense(live, rows * mm)) {
@@ -177,7 +352,7 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
         for (std::size_t i = 0; i < rows; ++i) {
           if (mask[i] == 0) {
             std::fill_n(d + i * mm, mm, kInf);
-          } else if (std::popcount(mask[i]) == static_cast<int>(mm)) {
+          } else if (bits_set(mask[i]) == mm) {
             table.sqdist_few(pts, c, mm, s + i, s + i + 1, d + i * mm);
             computed += mm;
           } else {

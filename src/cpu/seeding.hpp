@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cpu/kernel_table.hpp"
+#include "cpu/sketch.hpp"
 
 namespace flashkm::detail {
 
@@ -47,6 +48,10 @@ struct SeedStep {
   bool bounded;
   const double* thr;
   const double* cand_norm;
+  /// With a sketch (bounded steps over rows in memory, pts numbering the whole data set), the
+  /// sketch filter (kernel_table.hpp, sketch_mask) replaces the threshold and norm tests.
+  const RowSketch* sketch = nullptr;
+  const CandSketch* cand_sketch = nullptr;
 };
 
 /// A row that candidate `cand` brings closer: its distance as sqdist_one (lower_closest)
@@ -69,7 +74,8 @@ struct SeedRecords {
 
 /// Adds to p[t] (t < m), row by row in order over rows [r0, r1) of pts, w_r * min(cl_r, d_rt)
 /// exactly as the plain potentials do, computing d_rt (sqdist_few) only where neither the
-/// threshold (cl_r > thr) nor the norm filter (| ‖y_r‖ - ‖c_t‖ | too large) proves d_rt >= cl_r.
+/// threshold (cl_r > thr) nor the norm filter (| ‖y_r‖ - ‖c_t‖ | too large) proves d_rt >= cl_r,
+/// or, with a sketch, where the sketch filter does not prove it.
 /// With rec, also records every pair whose distance is below cl_r (sqdist_few's distances are
 /// bitwise sqdist_one's, as lower_closest takes them). Returns distances computed.
 template <class T>

@@ -178,6 +178,29 @@ void ref_accumulate(const PointsRef<T>& pts, const std::uint32_t* idx, std::size
 
 }  // namespace
 
+void ref_sketch_mask(const SketchArgs& g, std::uint32_t* mask) {
+  for (std::size_t i = 0; i < kSketchRows; ++i) {
+    const float r = std::sqrt((g.cl[i] + g.tau) * g.over) * kSketchUp;
+    const float rd = r + g.delta[i];
+    std::uint32_t bits = 0;
+    for (std::size_t t = 0; t < g.m; ++t) {
+      std::int32_t p = 0;
+      for (std::size_t k = 0; k < g.pairs; ++k) {
+        const auto w = static_cast<std::uint32_t>(g.cq[t * g.pairs + k]);
+        const auto c0 = static_cast<std::int16_t>(w & 0xFFFFu), c1 = static_cast<std::int16_t>(w >> 16);
+        p += g.q[(k * kSketchRows + i) * 2] * c0 + g.q[(k * kSketchRows + i) * 2 + 1] * c1;
+      }
+      const float ab = g.a[i] + g.cb[t];
+      const float e = ab - (g.s[i] * g.cs[t]) * static_cast<float>(p);
+      const float elo = e - ab * kSketchErr;
+      const float gg = rd + g.cdelta[t];
+      const float thr = (gg * gg) * kSketchUp;
+      if (!(elo >= thr)) bits |= std::uint32_t{1} << t;
+    }
+    mask[i] = bits;
+  }
+}
+
 template <class T>
 const KernelTable<T>& reference_table() {
   // One layout serves as both the wide and the narrow panel.
@@ -185,7 +208,7 @@ const KernelTable<T>& reference_table() {
                                      &ref_sqdist<T>, &ref_group_min<T>};
   static const KernelTable<T> table{"reference", panel, panel, &ref_sqdist_one<T>,
                                     &ref_sqdist_few<T>, &ref_sqdist_listed<T>, &ref_center_rows<T>, 1,
-                                    &ref_pack_rows<T>, &ref_accumulate<T>};
+                                    &ref_pack_rows<T>, &ref_accumulate<T>, &ref_sketch_mask};
   return table;
 }
 

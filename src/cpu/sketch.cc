@@ -1,0 +1,106 @@
+// k-means++'s 8-bit row sketch (see sketch.hpp).
+#include "cpu/sketch.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cpu/bounds.hpp"
+
+namespace flashkm::detail {
+namespace {
+
+// Sketches dim values y(j) into put(j, q_j); returns false when the largest |y_j| is outside
+// [2^-50, 2^40] (a zero row is fine: s = 0, q = 0, delta = 0).
+template <class Y, class Put>
+bool quantize(std::size_t dim, Y y, Put put, float& a, float& s, float& delta) {
+  double mx = 0;
+  for (std::size_t j = 0; j < dim; ++j) mx = std::max(mx, std::fabs(y(j)));
+  if (!(mx <= 0x1p40)) return false;  // also NaN
+  if (mx == 0) {
+    for (std::size_t j = 0; j < dim; ++j) put(j, 0);
+    a = s = delta = 0;
+    return true;
+  }
+  if (mx < 0x1p-50) return false;
+  const float sf = static_cast<float>(mx / 127);
+  const double sd = sf;
+  std::int64_t qq = 0;
+  double err = 0;
+  for (std::size_t j = 0; j < dim; ++j) {
+    const double v = y(j);
+    const int q = static_cast<int>(std::clamp(std::nearbyint(v / sd), -127.0, 127.0));
+    put(j, q);
+    qq += static_cast<std::int64_t>(q) * q;
+    const double e = v - sd * q;  // sd * q is exact (24 + 7 bits); the difference rounds once
+    err += e * e;
+  }
+  // The sum of D rounded squares (each term within 2^-52 relative of its exact value) and the
+  // square root, widened well beyond their rounding; stored rounded up.
+  const double grow = 1 + static_cast<double>(dim + 4) * 0x1p-51;
+  delta = bounds::up(std::sqrt(err * grow) * (1 + 0x1p-50));
+  a = static_cast<float>(sd * sd * static_cast<double>(qq));
+  s = sf;
+  return true;
+}
+
+}  // namespace
+
+void RowSketch::reset(std::size_t n, std::size_t dim) {
+  rows = n;
+  pairs = (dim + 1) / 2;
+  const std::size_t blocks = (n + kSketchRows - 1) / kSketchRows;
+  q.assign(blocks * pairs * kSketchRows * 2, 0);
+  a.assign(blocks * kSketchRows, 0.0f);
+  s.assign(blocks * kSketchRows, 0.0f);
+  delta.assign(blocks * kSketchRows, 0.0f);
+}
+
+template <class T>
+bool RowSketch::build(const PointsRef<T>& pts, std::size_t r0, std::size_t r1) {
+  bool ok = true;
+  for (std::size_t r = r0; r < r1 && ok; ++r) {
+    const T* row = pts.x + r * pts.stride;
+    std::int8_t* blk = q.data() + (r / kSketchRows) * pairs * kSketchRows * 2;
+    const std::size_t i = r % kSketchRows;
+    // As the kernels centre: the subtraction in T.
+    auto y = [&](std::size_t j) { return static_cast<double>(static_cast<T>(row[j] - pts.shift[j])); };
+    auto put = [&](std::size_t j, int v) {
+      blk[((j / 2) * kSketchRows + i) * 2 + j % 2] = static_cast<std::int8_t>(v);
+    };
+    ok = quantize(pts.dim, y, put, a[r], s[r], delta[r]);
+  }
+  return ok;
+}
+
+template <class T>
+bool CandSketch::build(const T* cands, std::size_t m, std::size_t dim) {
+  const std::size_t pairs = (dim + 1) / 2;
+  cq.assign(m * pairs, 0);
+  cb.resize(m);
+  cs.resize(m);
+  cdelta.resize(m);
+  for (std::size_t t = 0; t < m; ++t) {
+    const T* c = cands + t * dim;
+    std::int32_t* w = cq.data() + t * pairs;
+    auto y = [&](std::size_t j) { return static_cast<double>(c[j]); };
+    // Feature 2p in the low 16 bits of word p, feature 2p + 1 in the high 16 bits.
+    auto put = [&](std::size_t j, int v) {
+      auto u = static_cast<std::uint32_t>(w[j / 2]);
+      const auto h = static_cast<std::uint32_t>(static_cast<std::uint16_t>(static_cast<std::int16_t>(v)));
+      u |= j % 2 ? h << 16 : h;
+      w[j / 2] = static_cast<std::int32_t>(u);
+    };
+    float s = 0;
+    if (!quantize(dim, y, put, cb[t], s, cdelta[t])) return false;
+    cs[t] = 2 * s;
+  }
+  return true;
+}
+
+template bool RowSketch::build<float>(const PointsRef<float>&, std::size_t, std::size_t);
+template bool RowSketch::build<double>(const PointsRef<double>&, std::size_t, std::size_t);
+template bool CandSketch::build<float>(const float*, std::size_t, std::size_t);
+template bool CandSketch::build<double>(const double*, std::size_t, std::size_t);
+
+}  // namespace flashkm::detail

@@ -1,0 +1,52 @@
+// Private header: k-means++'s 8-bit sketch of the rows (docs/KERNELS.md, "Bounded seeding").
+//
+// A row y (centred as the kernels centre it) is held as s q with q in [-127, 127]^D, with an
+// upper bound delta on ||y - s q|| computed from the row itself; candidates are sketched the same
+// way. ||y - c|| >= ||s q - s' q'|| - delta - delta', and ||s q - s' q'||^2 comes from one exact
+// integer dot product, so the sketch proves most pairs of a k-means++ step unable to lower the
+// row's closest distance after reading a quarter of X's bytes (kernel_table.hpp, sketch_mask).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cpu/kernel_table.hpp"
+
+namespace flashkm::detail {
+
+/// The sketch of every row of a data set, in blocks of kSketchRows rows (SketchArgs' layout).
+struct RowSketch {
+  std::size_t rows = 0;
+  std::size_t pairs = 0;
+  std::vector<std::int8_t> q;         // blocks x pairs x kSketchRows x 2
+  std::vector<float> a, s, delta;     // blocks x kSketchRows (zero past the last row)
+
+  /// Sizes the sketch for n rows of dim features.
+  void reset(std::size_t n, std::size_t dim);
+  /// Bytes held.
+  std::size_t bytes() const { return q.size() + 4 * (a.size() + s.size() + delta.size()); }
+  /// Sketches rows [r0, r1) of pts, the whole data set (r0 a multiple of kSketchRows, r1 too
+  /// unless it is the last row). Returns false when a row's values are outside the range whose
+  /// float arithmetic the filter covers (|y_j| in [2^-50, 2^40] for its largest value).
+  template <class T>
+  bool build(const PointsRef<T>& pts, std::size_t r0, std::size_t r1);
+  /// Block b's q values.
+  const std::int8_t* block_q(std::size_t b) const { return q.data() + b * pairs * kSketchRows * 2; }
+};
+
+/// One step's candidates sketched (m x dim, as the kernels subtract them); false when one is
+/// outside the filter's range (the step then runs without the sketch).
+struct CandSketch {
+  std::vector<std::int32_t> cq;
+  std::vector<float> cb, cs, cdelta;
+  template <class T>
+  bool build(const T* cands, std::size_t m, std::size_t dim);
+};
+
+/// Whether the sketch is used for rows of dim features: from 16 features on it is smaller than
+/// the rows (a quarter of float32, plus 12 bytes a row); below, the triangle-inequality
+/// thresholds already skip most pairs, and its 12 bytes a row would save little.
+inline bool sketch_pays(std::size_t dim) { return dim >= 16 && dim <= 65536; }
+
+}  // namespace flashkm::detail
