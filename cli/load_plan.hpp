@@ -28,6 +28,8 @@ struct LoadPlan {
   std::size_t limit = 0;         ///< the memory limit the plan was made for
   std::size_t buffer_bytes = 0;  ///< streamed: bytes of chunk buffers
   bool prune_fits = true;        ///< the pruning bounds fit in the limit (else --prune auto turns off)
+  bool sketch_fits = true;       ///< rows in memory: k-means++'s 8-bit sketch of them fits too
+                                 ///< (else the fit seeds without it: KMeansOptions::seed_sketch)
   bool streamed() const { return holding == Holding::kStreamed; }
   /// "in memory", "in memory, 16-bit", "streamed".
   const char* describe() const;
@@ -40,6 +42,7 @@ struct PlanNeeds {
   bool prune = false;       ///< room for the pruning bounds is wanted
   bool prune_auto = false;  ///< ... but if they do not fit, plan without them rather than fail
   bool keep_half = false;   ///< float16 rows may stay 16-bit (not under MPI)
+  bool seed_sketch = false; ///< k-means++ seeds rows held in memory with their 8-bit sketch
 };
 
 /// The plan for `mine` (this process's rows of the file; CSV is always read into memory).

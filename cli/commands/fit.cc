@@ -114,10 +114,12 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info, const Ranks& ranks) {
     needs.prune = a.prune != "off";
     needs.prune_auto = a.prune == "auto";  // where the bounds would not fit, prune less rather than fail
     needs.keep_half = !ranks.distributed();
+    needs.seed_sketch = a.init == "k-means++";
     plan = plan_load<T>(mine, memory_limit(a, ranks), needs);
   });
   set_run_options(a, k, opt);
   if (!plan.prune_fits) opt.prune = Prune::kOff;
+  if (!plan.sketch_fits) opt.seed_sketch = false;
   opt.callback = [&](const IterationStats& s) { return progress.iteration(s); };
   opt.seed_callback = [&](const SeedStats& s) { progress.seeding(s); };
 
@@ -222,6 +224,7 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info, const Ranks& ranks) {
     j["ranks"] = ranks.count();
     j["streamed"] = plan.streamed();
     j["holding"] = plan.describe();
+    j["seed_sketch"] = opt.seed_sketch;
     j["memory_limit"] = plan.limit;
     j["peak_rss"] = peak_rss();
     if (stream) {

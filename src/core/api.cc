@@ -207,6 +207,7 @@ detail::Recluster recluster(const KMeansOptions& options, const double* main_shi
       for (std::size_t j = 0; j < dim; ++j) x[i * dim + j] = static_cast<T>(rows.data[i * dim + j] + main_shift[j]);
     }
     auto engine = detail::make_engine<T>(MatrixView<T>(x.data(), rows.rows, dim), w, options.n_threads, options.target);
+    engine->set_seed_sketch(options.seed_sketch);
     std::mt19937_64 rng(seed);
     std::vector<double> c = detail::init_kmeanspp(*engine, k, rng, {progress});
     // The candidates' engine centred them on their own mean: its centres come back in the
@@ -226,6 +227,7 @@ namespace detail {
 // The driver around an engine: init runs, Lloyd, the best run's result.
 template <class T>
 KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMeansOptions& options) {
+  engine->set_seed_sketch(options.seed_sketch);
   const std::size_t dim = engine->cols();
   const std::size_t k = options.n_clusters;
   const double mean_var = engine->mean_variance();

@@ -105,6 +105,9 @@ class Engine {
   /// seed_start takes the first centre and up to k centres in all; it returns the potential
   /// sum_i w_i closest_i (float64, in row order).
   virtual double seed_start(const double* centre, std::size_t k) = 0;
+  /// Whether the following seedings may keep a sketch of the rows (KMeansOptions::seed_sketch:
+  /// memory for speed, the same centres either way); engines without one ignore it.
+  virtual void set_seed_sketch(bool) {}
   /// For each target, the first row whose running sum of w_i closest_i (float64, taken in
   /// blocks of rows as core/seeding.hpp's search_cumulative takes it) reaches it, clipped to the
   /// last row (numpy.searchsorted on those running sums).

@@ -215,11 +215,11 @@ double CpuEngine<T>::seed_start(const double* centre, std::size_t k) {
       seed_norms(ch.pts, r0, r1, seed_norm_.data() + ch.first + r0);
     });
   });
-  // The 8-bit sketch of the rows: float32 rows in memory, wide enough for it to pay
+  // The 8-bit sketch of the rows: rows in memory, wide enough for it to pay
   // (FLASHKM_SEED_SKETCH=0 turns it off, to measure without it).
   seed_sketch_on_ = false;
   const char* env = std::getenv("FLASHKM_SEED_SKETCH");
-  if (std::is_same_v<T, float> && data_.in_memory() && sketch_pays(dim_) && !(env && std::string(env) == "0")) {
+  if (seed_sketch_allowed_ && data_.in_memory() && sketch_pays(dim_) && !(env && std::string(env) == "0")) {
     seed_sketch_.reset(n_, dim_);
     bool ok = true;
     for_each_chunk([&](const Chunk<T>& ch) {

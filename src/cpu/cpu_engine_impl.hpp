@@ -61,6 +61,7 @@ class CpuEngine final : public Engine<T> {
   void lower_closest(const double* centroid, T* closest) override;
   void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) override;
   double seed_start(const double* centre, std::size_t k) override;
+  void set_seed_sketch(bool on) override { seed_sketch_allowed_ = on; }
   std::vector<std::size_t> seed_draw(const std::vector<double>& targets) override;
   void seed_potentials(const double* candidates, std::size_t m, double* pot) override;
   void seed_keep(std::size_t t) override;
@@ -248,10 +249,11 @@ class CpuEngine final : public Engine<T> {
   std::uint64_t seed_distances_ = 0;
   SeedWindow seed_window_;
   bool seed_bounded_ = true;  // the current step tests bounds
-  // The rows' 8-bit sketch (cpu/sketch.hpp) when the seeding filters with it (float32 rows in
-  // memory, sketch_pays(dim)), and the step's candidates sketched.
+  // The rows' 8-bit sketch (cpu/sketch.hpp) when the seeding filters with it (rows in memory,
+  // sketch_pays(dim)), and the step's candidates sketched.
   RowSketch seed_sketch_;
   CandSketch seed_csketch_;
+  bool seed_sketch_allowed_ = true;  // KMeansOptions::seed_sketch
   bool seed_sketch_on_ = false;
   bool seed_step_sketch_ = false;
 

@@ -45,8 +45,9 @@ struct CandSketch {
 };
 
 /// Whether the sketch is used for rows of dim features: from 16 features on it is smaller than
-/// the rows (a quarter of float32, plus 12 bytes a row); below, the triangle-inequality
-/// thresholds already skip most pairs, and its 12 bytes a row would save little.
+/// the rows (a quarter of float32, an eighth of float64, plus 12 bytes a row); below, the
+/// triangle-inequality thresholds already skip most pairs, and its 12 bytes a row would save
+/// little.
 inline bool sketch_pays(std::size_t dim) { return dim >= 16 && dim <= 65536; }
 
 }  // namespace flashkm::detail

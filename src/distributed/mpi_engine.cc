@@ -227,6 +227,7 @@ class MpiEngine final : public detail::Engine<T> {
   // The driver's k-means++ never runs over the shards (initial_centroids seeds on a gathered
   // sample with a local engine); its k-means|| does: every shard keeps its rows' closest
   // distances, and the draws, potentials and weights are combined exactly over the ranks.
+  void set_seed_sketch(bool on) override { local_->set_seed_sketch(on); }
   double seed_start(const double* centre, std::size_t k) override {
     collective([&] { local_->seed_start(centre, k); });
     return 0;  // k-means|| takes its potential from seed_potential

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -217,7 +218,9 @@ TYPED_TEST(KernelTest, SqDistFewIsBitwiseSqDistOneForEveryM) {
 // just below, at and just above the computed distances (and far below and above), for every
 // candidate count, odd D, data far from the origin, zero rows and candidates equal to rows. It
 // also proves something: with the closest distance at half the computed one, the bit clears.
-TEST(SketchFilter, SoundOnEveryTargetAndUseful) {
+// Float64 rows too: their closest distances enter the filter rounded up to float.
+TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
+  using T = TypeParam;
   std::mt19937_64 rng(11);
   std::normal_distribution<double> g(0.0, 1.0);
   std::uniform_int_distribution<int> pick(0, 6);
@@ -226,24 +229,25 @@ TEST(SketchFilter, SoundOnEveryTargetAndUseful) {
   for (std::size_t d : {16, 17, 31, 64, 129, 784}) {
     for (double offset : {0.0, 1000.0}) {
       const std::size_t n = 45;  // three blocks, the last partial
-      std::vector<float> x(n * d), shift(d), c(detail::kMaxFew * d);
-      for (auto& v : x) v = static_cast<float>(offset + g(rng));
-      for (auto& v : shift) v = static_cast<float>(offset + 0.1 * g(rng));
+      std::vector<T> x(n * d), shift(d), c(detail::kMaxFew * d);
+      for (auto& v : x) v = static_cast<T>(offset + g(rng));
+      for (auto& v : shift) v = static_cast<T>(offset + 0.1 * g(rng));
       for (std::size_t j = 0; j < d; ++j) x[5 * d + j] = shift[j];  // a row that centres to zero
       for (std::size_t j = 0; j < d; ++j) x[7 * d + j] = x[8 * d + j];  // duplicate rows
-      const PointsRef<float> pts{x.data(), d, d, shift.data()};
-      for (auto& v : c) v = static_cast<float>(g(rng));
+      const PointsRef<T> pts{x.data(), d, d, shift.data()};
+      for (auto& v : c) v = static_cast<T>(g(rng));
       // Candidate 1 is row 3 centred exactly as the kernels centre it (distance 0).
       for (std::size_t j = 0; j < d; ++j) c[d + j] = x[3 * d + j] - shift[j];
       detail::RowSketch sk;
       sk.reset(n, d);
       ASSERT_TRUE(sk.build(pts, 0, n));
-      const auto& ref = detail::reference_table<float>();
-      std::vector<float> dist(detail::kMaxFew * n);
+      const auto& ref = detail::reference_table<T>();
+      std::vector<T> dist(detail::kMaxFew * n);
       for (std::size_t t = 0; t < detail::kMaxFew; ++t) ref.sqdist_one(pts, c.data() + t * d, 0, n, dist.data() + t * n);
-      const double gam = detail::bounds::gamma<float>(2 * d + 8);
+      const double gam = detail::bounds::gamma<T>(2 * d + 8);
       const float over = detail::bounds::up(1 / (1 - gam) * (1 + 0x1p-40));
-      const float tau = detail::bounds::up(std::max(static_cast<double>(2 * d + 8) * 0x1p-149, 0x1p-126));
+      const float tau = detail::bounds::up(
+          std::max(static_cast<double>(2 * d + 8) * static_cast<double>(std::numeric_limits<T>::denorm_min()), 0x1p-126));
       for (std::size_t m = 1; m <= detail::kMaxFew; ++m) {
         detail::CandSketch cs;
         ASSERT_TRUE(cs.build(c.data(), m, d));
@@ -257,13 +261,15 @@ TEST(SketchFilter, SoundOnEveryTargetAndUseful) {
             if (r >= n) continue;
             to[i] = rng() % m;
             f[i] = factors[pick(rng)];
-            cl[i] = static_cast<float>(f[i] * dist[to[i] * n + r]);
+            const double v = f[i] * static_cast<double>(dist[to[i] * n + r]);
+            cl[i] = static_cast<float>(v);  // rounded up where float cannot hold it (as the engine does)
+            if (static_cast<double>(cl[i]) < v) cl[i] = std::nextafter(cl[i], std::numeric_limits<float>::infinity());
             if (r == 3 && m > 1) cl[i] = 0x1p-140f;  // a subnormal cl above a zero distance
           }
           detail::SketchArgs ga{sk.block_q(b), sk.pairs, sk.a.data() + b * detail::kSketchRows,
                                 sk.s.data() + b * detail::kSketchRows, sk.delta.data() + b * detail::kSketchRows,
                                 cl, cs.cq.data(), cs.cb.data(), cs.cs.data(), cs.cdelta.data(), m, tau, over};
-          for (const auto* tab : detail::kernel_tables<float>()) {
+          for (const auto* tab : detail::kernel_tables<T>()) {
             std::uint32_t mask[detail::kSketchRows];
             tab->sketch_mask(ga, mask);
             for (std::size_t i = 0; i < detail::kSketchRows; ++i) {
@@ -272,7 +278,7 @@ TEST(SketchFilter, SoundOnEveryTargetAndUseful) {
               ASSERT_EQ(mask[i] >> m, 0u) << tab->name;
               for (std::size_t t = 0; t < m; ++t) {
                 if (mask[i] >> t & 1) continue;
-                ASSERT_GE(dist[t * n + r], cl[i]) << tab->name << " d=" << d << " m=" << m << " row " << r << " cand " << t;
+                ASSERT_GE(static_cast<double>(dist[t * n + r]), static_cast<double>(cl[i])) << tab->name << " d=" << d << " m=" << m << " row " << r << " cand " << t;
               }
               if (f[i] == 0.5 && r != 3 && r != 5) {
                 ++at_half;
