@@ -216,9 +216,18 @@ void add_terms_sparse_of(std::index_sequence<W...>, std::size_t w, const SeedRow
   }
 }
 
+// One sub-block's filter results (sketch_block_potentials).
+struct SketchSub {
+  std::uint32_t mask[kSeedRows];
+  std::uint32_t surv[kSeedRows];  // the rows with a surviving pair, ascending
+  std::size_t ns = 0;
+};
+
 // seed_block_potentials for a step with the sketch: the filter's masks for a sub-block, then
-// only the rows it keeps are read (prefetched together: they are scattered) and scored against
-// the candidates it keeps; every other row adds its closest distance.
+// only the rows it keeps are read and scored against the candidates it keeps; every other row
+// adds its closest distance. The kept rows are scattered, so the next sub-block is filtered
+// and its kept rows prefetched before this one's are scored (their DRAM latency overlaps the
+// filter's arithmetic).
 template <class T>
 std::uint64_t sketch_block_potentials(const KernelTable<T>& table, const PointsRef<T>& pts, std::size_t r0,
                                       std::size_t r1, const SeedRows<T>& rs, const SeedStep<T>& step, double* p,
@@ -232,70 +241,95 @@ std::uint64_t sketch_block_potentials(const KernelTable<T>& table, const PointsR
   const float over_f = bounds::up(sl.over);
   constexpr T kInf = std::numeric_limits<T>::infinity();
   T d[kSeedRows * kMaxFew];
-  std::uint32_t mask[kSeedRows];
-  std::uint32_t surv[kSeedRows];
-  for (std::size_t s = r0; s < r1; s += kSeedRows) {
-    const std::size_t rows = std::min(kSeedRows, r1 - s);
-    for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
-      const std::size_t mm = std::min(kMaxFew, m - t0);
-      const T* c = step.cands + t0 * dim;
-      sketch_rows(table, *step.sketch, *step.cand_sketch, rs.closest, s, rows, t0, mm, tau_f, over_f, mask);
-      std::size_t ns = 0, live = 0;
-      for (std::size_t i = 0; i < rows; ++i) {
-        surv[ns] = static_cast<std::uint32_t>(i);
-        ns += mask[i] != 0;
-        live += bits_set(mask[i]);
-      }
-      if (dense(live, rows * mm)) {
-        // Nearly every pair survives (the first steps): one call for the sub-block.
-        table.sqdist_few(pts, c, mm, s, s + rows, d);
-        computed += rows * mm;
-        ns = rows;
-        for (std::size_t i = 0; i < rows; ++i) surv[i] = static_cast<std::uint32_t>(i);
-      } else {
-        for (std::size_t j = 0; j < ns; ++j) prefetch_lines<3>(pts.x + (s + surv[j]) * pts.stride, dim * sizeof(T));
-        for (std::size_t j = 0; j < ns; ++j) {
-          const std::size_t r = s + surv[j];
-          const std::uint32_t mk = mask[surv[j]];
-          T* dj = d + j * mm;
-          // Only the surviving candidates, by pointer (their distances are the same bits); a
-          // skipped pair holds +inf (its computed distance would be >= cl, so min() keeps cl).
-          const T* ptrs[kMaxFew];
-          std::size_t slot[kMaxFew];
-          std::size_t k = 0;
-          for (std::uint32_t b = mk; b; b &= b - 1) {
-            slot[k] = static_cast<std::size_t>(std::countr_zero(b));
-            ptrs[k] = c + slot[k] * dim;
-            ++k;
-          }
-          T got[kMaxFew];
-          table.sqdist_listed(pts, ptrs, k, r, r + 1, got);
-          std::fill_n(dj, mm, kInf);
-          for (std::size_t u = 0; u < k; ++u) dj[slot[u]] = got[u];
-          computed += k;
+  SketchSub buf[2];
+
+  auto filter = [&](std::size_t s, std::size_t t0, SketchSub& u) {
+    const std::size_t rows = std::min(kSeedRows, r1 - s), mm = std::min(kMaxFew, m - t0);
+    sketch_rows(table, *step.sketch, *step.cand_sketch, rs.closest, s, rows, t0, mm, tau_f, over_f, u.mask);
+    u.ns = 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+      u.surv[u.ns] = static_cast<std::uint32_t>(i);
+      u.ns += u.mask[i] != 0;
+    }
+    if (!dense(u.ns * mm, rows * mm)) {
+      for (std::size_t j = 0; j < u.ns; ++j) prefetch_lines<3>(pts.x + (s + u.surv[j]) * pts.stride, dim * sizeof(T));
+    }
+  };
+
+  auto score = [&](std::size_t s, std::size_t t0, SketchSub& u) {
+    const std::size_t rows = std::min(kSeedRows, r1 - s), mm = std::min(kMaxFew, m - t0);
+    const T* c = step.cands + t0 * dim;
+    std::size_t ns = u.ns;
+    // The surviving pairs are counted only where they could be dense (at most ns * mm).
+    std::size_t live = 0;
+    if (dense(ns * mm, rows * mm)) {
+      for (std::size_t j = 0; j < ns; ++j) live += bits_set(u.mask[u.surv[j]]);
+    }
+    if (dense(live, rows * mm)) {
+      // Nearly every pair survives (the first steps): one call for the sub-block.
+      table.sqdist_few(pts, c, mm, s, s + rows, d);
+      computed += rows * mm;
+      ns = rows;
+      for (std::size_t i = 0; i < rows; ++i) u.surv[i] = static_cast<std::uint32_t>(i);
+    } else {
+      for (std::size_t j = 0; j < ns; ++j) {
+        const std::size_t r = s + u.surv[j];
+        const std::uint32_t mk = u.mask[u.surv[j]];
+        T* dj = d + j * mm;
+        // Only the surviving candidates, by pointer (their distances are the same bits); a
+        // skipped pair holds +inf (its computed distance would be >= cl, so min() keeps cl).
+        const T* ptrs[kMaxFew];
+        std::size_t slot[kMaxFew];
+        std::size_t k = 0;
+        for (std::uint32_t b = mk; b; b &= b - 1) {
+          slot[k] = static_cast<std::size_t>(std::countr_zero(b));
+          ptrs[k] = c + slot[k] * dim;
+          ++k;
         }
+        T got[kMaxFew];
+        table.sqdist_listed(pts, ptrs, k, r, r + 1, got);
+        std::fill_n(dj, mm, kInf);
+        for (std::size_t v = 0; v < k; ++v) dj[slot[v]] = got[v];
+        computed += k;
       }
-      for (std::size_t t = 0; t < mm; t += 8) {
-        add_terms_sparse_of<T>(std::make_index_sequence<8>(), std::min<std::size_t>(8, mm - t), rs, s, rows, surv, ns,
-                               d, mm, t, p + t0 + t);
-      }
-      if (!rec || rec->overflow) continue;
-      // The pairs that lower a row's closest distance are among the survivors.
-      for (std::size_t j = 0; j < ns && !rec->overflow; ++j) {
-        const std::size_t i = surv[j];
-        const T cl = rs.closest[s + i];
-        const T* di = d + j * mm;
-        std::uint32_t low = 0;
-        for (std::size_t t = 0; t < mm; ++t) low |= static_cast<std::uint32_t>(di[t] < cl) << t;
-        for (; low; low &= low - 1) {
-          const std::size_t t = static_cast<std::size_t>(std::countr_zero(low));
-          if (rec->out->size() == rec->cap) {
-            rec->overflow = true;
-            rec->out->clear();
-            break;
-          }
-          rec->out->push_back({static_cast<std::uint32_t>(s + i - rec->first), static_cast<std::uint32_t>(t0 + t), di[t]});
+    }
+    for (std::size_t t = 0; t < mm; t += 8) {
+      add_terms_sparse_of<T>(std::make_index_sequence<8>(), std::min<std::size_t>(8, mm - t), rs, s, rows, u.surv, ns,
+                             d, mm, t, p + t0 + t);
+    }
+    if (!rec || rec->overflow) return;
+    // The pairs that lower a row's closest distance are among the survivors.
+    for (std::size_t j = 0; j < ns && !rec->overflow; ++j) {
+      const std::size_t i = u.surv[j];
+      const T cl = rs.closest[s + i];
+      const T* di = d + j * mm;
+      std::uint32_t low = 0;
+      for (std::size_t t = 0; t < mm; ++t) low |= static_cast<std::uint32_t>(di[t] < cl) << t;
+      for (; low; low &= low - 1) {
+        const std::size_t t = static_cast<std::size_t>(std::countr_zero(low));
+        if (rec->out->size() == rec->cap) {
+          rec->overflow = true;
+          rec->out->clear();
+          break;
         }
+        rec->out->push_back({static_cast<std::uint32_t>(s + i - rec->first), static_cast<std::uint32_t>(t0 + t), di[t]});
+      }
+    }
+  };
+
+  if (m <= kMaxFew) {
+    // One candidate chunk (2 + ln K <= 16 for any K below a million): filtered one sub-block ahead.
+    if (r0 < r1) filter(r0, 0, buf[0]);
+    std::size_t k = 0;
+    for (std::size_t s = r0; s < r1; s += kSeedRows, ++k) {
+      if (s + kSeedRows < r1) filter(s + kSeedRows, 0, buf[(k + 1) & 1]);
+      score(s, 0, buf[k & 1]);
+    }
+  } else {
+    for (std::size_t s = r0; s < r1; s += kSeedRows) {
+      for (std::size_t t0 = 0; t0 < m; t0 += kMaxFew) {
+        filter(s, t0, buf[0]);
+        score(s, t0, buf[0]);
       }
     }
   }
