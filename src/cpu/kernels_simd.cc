@@ -1,5 +1,6 @@
 // FlashAssign and the Sort-Inverse Update inner loop, written once with Highway and compiled for
-// every SIMD target (AVX-512, AVX2, SSE4, scalar); kernel_tables() lists those the CPU supports.
+// every SIMD target (AVX-512, AVX2, SSE4, scalar); kernel_tables() lists those the CPU supports
+// through Highway's dispatch tables (cpu/dispatch.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu/dispatch.hpp"
 #include "cpu/kernel_table.hpp"
 #include "cpu/prefetch.hpp"
 
@@ -698,46 +700,34 @@ const KernelTable<T>* Table() {
   return &table;
 }
 
+const KernelTable<float>* TableF32() { return Table<float>(); }
+const KernelTable<double>* TableF64() { return Table<double>(); }
+
 }  // namespace flashkm::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace flashkm::detail {
 
+// Highway's dispatch tables of the per-target kernel tables (cpu/dispatch.hpp).
+HWY_EXPORT(TableF32);
+HWY_EXPORT(TableF64);
+
 template <class T>
 std::vector<const KernelTable<T>*> kernel_tables() {
-  struct Entry {
-    std::int64_t target;
-    const KernelTable<T>* (*get)();
-  };
-  // Best first. Each namespace exists only when Highway compiled that target.
-  static const Entry compiled[] = {
-#if HWY_TARGETS & HWY_AVX3_DL
-      {HWY_AVX3_DL, &N_AVX3_DL::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_AVX3
-      {HWY_AVX3, &N_AVX3::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_AVX2
-      {HWY_AVX2, &N_AVX2::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_SSE4
-      {HWY_SSE4, &N_SSE4::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_EMU128
-      {HWY_EMU128, &N_EMU128::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_SCALAR
-      {HWY_SCALAR, &N_SCALAR::Table<T>},
-#endif
-  };
-  const std::int64_t supported = hwy::SupportedTargets();
-  std::vector<const KernelTable<T>*> out;
-  for (const Entry& e : compiled) {
-    if ((supported & e.target) != 0) out.push_back(e.get());
-  }
-  out.push_back(&reference_table<T>());
-  return out;
+  static const std::vector<const KernelTable<T>*> tables = [] {
+    std::vector<const KernelTable<T>*> out;
+    for_each_target([&] {
+      if constexpr (sizeof(T) == sizeof(float)) {
+        out.push_back(HWY_DYNAMIC_DISPATCH(TableF32)());
+      } else {
+        out.push_back(HWY_DYNAMIC_DISPATCH(TableF64)());
+      }
+    });
+    out.push_back(&reference_table<T>());
+    return out;
+  }();
+  return tables;
 }
 
 template std::vector<const KernelTable<float>*> kernel_tables<float>();

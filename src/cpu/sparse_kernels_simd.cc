@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/dispatch.hpp"
 #include "cpu/prefetch.hpp"
 #include "cpu/sparse_kernels.hpp"
 
@@ -253,46 +254,35 @@ const SparseKernels<T>* Table() {
   return &table;
 }
 
+const SparseKernels<float>* SparseTableF32() { return Table<float>(); }
+const SparseKernels<double>* SparseTableF64() { return Table<double>(); }
+
 }  // namespace flashkm::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace flashkm::detail {
 
+// Highway's dispatch tables of the per-target kernel tables (cpu/dispatch.hpp).
+HWY_EXPORT(SparseTableF32);
+HWY_EXPORT(SparseTableF64);
+
 template <class T>
 std::vector<const SparseKernels<T>*> sparse_kernel_tables() {
-  struct Entry {
-    std::int64_t target;
-    const SparseKernels<T>* (*get)();
-  };
   // Best first, as kernel_tables() lists the dense kernels.
-  static const Entry compiled[] = {
-#if HWY_TARGETS & HWY_AVX3_DL
-      {HWY_AVX3_DL, &N_AVX3_DL::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_AVX3
-      {HWY_AVX3, &N_AVX3::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_AVX2
-      {HWY_AVX2, &N_AVX2::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_SSE4
-      {HWY_SSE4, &N_SSE4::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_EMU128
-      {HWY_EMU128, &N_EMU128::Table<T>},
-#endif
-#if HWY_TARGETS & HWY_SCALAR
-      {HWY_SCALAR, &N_SCALAR::Table<T>},
-#endif
-  };
-  const std::int64_t supported = hwy::SupportedTargets();
-  std::vector<const SparseKernels<T>*> out;
-  for (const Entry& e : compiled) {
-    if ((supported & e.target) != 0) out.push_back(e.get());
-  }
-  out.push_back(&sparse_reference_table<T>());
-  return out;
+  static const std::vector<const SparseKernels<T>*> tables = [] {
+    std::vector<const SparseKernels<T>*> out;
+    for_each_target([&] {
+      if constexpr (sizeof(T) == sizeof(float)) {
+        out.push_back(HWY_DYNAMIC_DISPATCH(SparseTableF32)());
+      } else {
+        out.push_back(HWY_DYNAMIC_DISPATCH(SparseTableF64)());
+      }
+    });
+    out.push_back(&sparse_reference_table<T>());
+    return out;
+  }();
+  return tables;
 }
 
 template std::vector<const SparseKernels<float>*> sparse_kernel_tables<float>();
