@@ -164,16 +164,20 @@ class Seeding final : public detail::SeedProgress {
  public:
   Seeding(const SeedCallback& callback, int run) : callback_(callback), run_(run) {}
   void step(const char* phase, std::size_t done, std::size_t total, std::uint64_t distances) override {
+    const auto now = std::chrono::steady_clock::now();
+    // The first phase began with the seeding (this object's construction); a later one where
+    // the previous one ended (its last step). Its first step's work counts in its time.
     if (phase != phase_) {
+      if (phase_) start_ = last_;
       phase_ = phase;
-      start_ = std::chrono::steady_clock::now();
     }
+    last_ = now;
     SeedStats s;
     s.phase = phase;
     s.done = done;
     s.total = total;
     s.distances = distances;
-    s.seconds = seconds_since(start_);
+    s.seconds = std::chrono::duration<double>(now - start_).count();
     s.seconds_left = done > 0 ? s.seconds / static_cast<double>(done) * static_cast<double>(total - done) : 0.0;
     s.init_run = run_;
     distances_ = distances;
@@ -187,6 +191,7 @@ class Seeding final : public detail::SeedProgress {
   const char* phase_ = nullptr;
   std::uint64_t distances_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ = start_;
 };
 
 // k-means||'s candidates reclustered as Bahmani et al. do: weighted greedy k-means++ on an

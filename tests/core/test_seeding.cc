@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 
@@ -324,6 +325,29 @@ TEST(SeedCallback, HearsEveryStep) {
     EXPECT_EQ(pp, 2 * k) << "every centre of both runs";
     EXPECT_EQ(par, m == InitMethod::kMeansParallel ? 6u : 0u);
     EXPECT_EQ(seen.back().init_run, 1);
+  }
+}
+
+// A phase's time starts where the seeding (or the phase before it) did, so its first step's
+// work counts: the phases' last times add up to init_seconds. (k-means|| with one round: the
+// round is most of the seeding, and its time was once measured from its own report, ~0.)
+TEST(SeedCallback, PhaseTimesAddUpToTheSeeding) {
+  const std::size_t n = 20000, d = 16, k = 64;
+  const auto X = blobs<float>(n, d, 16, 8);
+  for (InitMethod m : {InitMethod::kMeansPlusPlus, InitMethod::kMeansParallel}) {
+    std::map<std::string, double> last;
+    KMeansOptions o;
+    o.n_clusters = k;
+    o.init = m;
+    o.init_rounds = 1;
+    o.max_iter = 1;
+    o.seed_callback = [&](const SeedStats& s) { last[s.phase] = s.seconds; };
+    const auto r = fit(MatrixView<float>(X.data(), n, d), o);
+    double sum = 0;
+    for (const auto& [phase, seconds] : last) sum += seconds;
+    EXPECT_EQ(last.size(), m == InitMethod::kMeansParallel ? 2u : 1u);
+    EXPECT_LE(sum, r.init_seconds * (1 + 1e-9) + 1e-6);
+    EXPECT_GE(sum, 0.9 * r.init_seconds) << "phases " << sum << " s of a seeding of " << r.init_seconds << " s";
   }
 }
 
