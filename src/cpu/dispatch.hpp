@@ -24,7 +24,9 @@ inline std::mutex& dispatch_mutex() {
 }
 
 /// Calls fn() once per target Highway compiled and this CPU supports, best first, with
-/// Highway's dynamic dispatch choosing that target; then restores its normal choice.
+/// Highway's dynamic dispatch choosing that target; then restores its normal choice (Highway
+/// chooses afresh after SetSupportedTargetsForTest(0)). Meanwhile another thread's dynamic
+/// dispatch (half_convert.cc) may run on one of the listed targets: supported, so correct.
 template <class Fn>
 void for_each_target(Fn&& fn) {
   const std::lock_guard<std::mutex> lock(dispatch_mutex());
