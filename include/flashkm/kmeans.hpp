@@ -40,8 +40,9 @@ struct SeedResult {
 
 /// Greedy k-means++ as fit() seeds (the same rows for the same options.seed, n_threads,
 /// sample_weight and target; bitwise for any thread count): n_local_trials candidates per step
-/// (0: 2 + floor(ln n_clusters)). Other options are ignored; options.seed_callback hears every
-/// step. Throws InvalidArgument / InvalidData as fit() does.
+/// (0: 2 + floor(ln n_clusters)). options.seed_callback hears every step and
+/// options.seed_sketch is honoured; other options are ignored. Throws InvalidArgument /
+/// InvalidData as fit() does.
 template <class T>
 SeedResult<T> kmeans_plusplus(MatrixView<T> X, std::size_t n_clusters, const KMeansOptions& options = {},
                               std::size_t n_local_trials = 0);

@@ -332,6 +332,7 @@ template <class T>
 SeedResult<T> kmeans_plusplus(std::unique_ptr<detail::Engine<T>> engine, std::size_t n_clusters,
                               const KMeansOptions& options, std::size_t n_local_trials,
                               std::chrono::steady_clock::time_point start) {
+  engine->set_seed_sketch(options.seed_sketch);
   std::mt19937_64 rng(options.seed);
   Seeding seeding(options.seed_callback, 0);
   std::vector<std::size_t> rows;

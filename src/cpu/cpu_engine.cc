@@ -219,7 +219,7 @@ double CpuEngine<T>::seed_start(const double* centre, std::size_t k) {
   // (FLASHKM_SEED_SKETCH=0 turns it off, to measure without it).
   seed_sketch_on_ = false;
   const char* env = std::getenv("FLASHKM_SEED_SKETCH");
-  if (seed_sketch_allowed_ && data_.in_memory() && sketch_pays(dim_) && !(env && std::string(env) == "0")) {
+  if (seed_sketch_allowed_ && data_.in_memory() && sketch_pays(dim_, row_bytes_) && !(env && std::string(env) == "0")) {
     seed_sketch_.reset(n_, dim_);
     bool ok = true;
     for_each_chunk([&](const Chunk<T>& ch) {

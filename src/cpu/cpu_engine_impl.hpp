@@ -250,7 +250,7 @@ class CpuEngine final : public Engine<T> {
   SeedWindow seed_window_;
   bool seed_bounded_ = true;  // the current step tests bounds
   // The rows' 8-bit sketch (cpu/sketch.hpp) when the seeding filters with it (rows in memory,
-  // sketch_pays(dim)), and the step's candidates sketched.
+  // sketch_pays), and the step's candidates sketched.
   RowSketch seed_sketch_;
   CandSketch seed_csketch_;
   bool seed_sketch_allowed_ = true;  // KMeansOptions::seed_sketch

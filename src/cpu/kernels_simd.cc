@@ -629,7 +629,8 @@ void SketchMask(const SketchArgs& g, std::uint32_t* mask) { ref_sketch_mask(g, m
 #else
 template <std::size_t M>
 void SketchMaskM(const SketchArgs& g, std::uint32_t* mask) {
-  using DI = hn::ScalableTag<std::int32_t>;
+  // At most kSketchRows lanes (a wider scalable vector would run past the block's arrays).
+  using DI = hn::CappedTag<std::int32_t, kSketchRows>;
   const DI di;
   const hn::Repartition<std::int16_t, DI> d16;
   const hn::Rebind<std::int8_t, decltype(d16)> d8;

@@ -10,19 +10,24 @@
 namespace flashkm::detail {
 namespace {
 
-// Sketches dim values y(j) into put(j, q_j); returns false when the largest |y_j| is outside
-// [2^-50, 2^40] (a zero row is fine: s = 0, q = 0, delta = 0).
+// Sketches dim values y(j) into put(j, q_j); returns false for a value that is not finite. A
+// zero row is held exactly (s = 0, q = 0, delta = 0); one whose largest |y_j| is outside
+// [2^-50, 2^40], where the filter's float arithmetic is not covered, gets delta = +inf: every
+// pair with it is kept (its bound proves nothing), the rest of the sketch still filters.
 template <class Y, class Put>
 bool quantize(std::size_t dim, Y y, Put put, float& a, float& s, float& delta) {
   double mx = 0;
-  for (std::size_t j = 0; j < dim; ++j) mx = std::max(mx, std::fabs(y(j)));
-  if (!(mx <= 0x1p40)) return false;  // also NaN
-  if (mx == 0) {
+  for (std::size_t j = 0; j < dim; ++j) {
+    const double v = y(j);
+    if (!std::isfinite(v)) return false;
+    mx = std::max(mx, std::fabs(v));
+  }
+  if (mx == 0 || mx < 0x1p-50 || mx > 0x1p40) {
     for (std::size_t j = 0; j < dim; ++j) put(j, 0);
-    a = s = delta = 0;
+    a = s = 0;
+    delta = mx == 0 ? 0.0f : std::numeric_limits<float>::infinity();
     return true;
   }
-  if (mx < 0x1p-50) return false;
   const float sf = static_cast<float>(mx / 127);
   const double sd = sf;
   std::int64_t qq = 0;

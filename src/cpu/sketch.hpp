@@ -27,16 +27,18 @@ struct RowSketch {
   /// Bytes held.
   std::size_t bytes() const { return q.size() + 4 * (a.size() + s.size() + delta.size()); }
   /// Sketches rows [r0, r1) of pts, the whole data set (r0 a multiple of kSketchRows, r1 too
-  /// unless it is the last row). Returns false when a row's values are outside the range whose
-  /// float arithmetic the filter covers (|y_j| in [2^-50, 2^40] for its largest value).
+  /// unless it is the last row). A row whose largest |y_j| is outside [2^-50, 2^40] (where the
+  /// filter's float arithmetic is not covered) keeps all its pairs. Returns false on a value
+  /// that is not finite.
   template <class T>
   bool build(const PointsRef<T>& pts, std::size_t r0, std::size_t r1);
   /// Block b's q values.
   const std::int8_t* block_q(std::size_t b) const { return q.data() + b * pairs * kSketchRows * 2; }
 };
 
-/// One step's candidates sketched (m x dim, as the kernels subtract them); false when one is
-/// outside the filter's range (the step then runs without the sketch).
+/// One step's candidates sketched (m x dim, as the kernels subtract them; a candidate outside
+/// the filter's range keeps all its pairs); false on a value that is not finite (the step then
+/// runs without the sketch).
 struct CandSketch {
   std::vector<std::int32_t> cq;
   std::vector<float> cb, cs, cdelta;
@@ -48,6 +50,10 @@ struct CandSketch {
 /// the rows (a quarter of float32, an eighth of float64, plus 12 bytes a row); below, the
 /// triangle-inequality thresholds already skip most pairs, and its 12 bytes a row would save
 /// little.
-inline bool sketch_pays(std::size_t dim) { return dim >= 16 && dim <= 65536; }
+/// Rows of more than 64 KiB are left out too: their statistics blocks (rows.hpp) hold fewer
+/// rows than a sketch block, which the filter would then run over several times.
+inline bool sketch_pays(std::size_t dim, std::size_t row_bytes) {
+  return dim >= 16 && dim <= 65536 && row_bytes <= 65536;
+}
 
 }  // namespace flashkm::detail

@@ -294,6 +294,50 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
   EXPECT_GE(cleared_at_half, at_half * 99 / 100) << cleared_at_half << " of " << at_half;
 }
 
+// Rows and candidates whose values the filter's float arithmetic does not cover (largest |y_j|
+// below 2^-50 or above 2^40) keep every pair; the other rows of their block still filter.
+TEST(SketchFilter, OutOfRangeRowsKeepEveryPair) {
+  const std::size_t d = 20, n = 16;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::vector<float> x(n * d), shift(d, 0.0f), c(2 * d);
+  for (auto& v : x) v = static_cast<float>(g(rng));
+  for (std::size_t j = 0; j < d; ++j) {
+    x[2 * d + j] = static_cast<float>(1e-20 * g(rng));  // tiny
+    x[4 * d + j] = static_cast<float>(1e13 * g(rng));   // huge
+  }
+  for (auto& v : c) v = static_cast<float>(50 + g(rng));  // far from every row
+  for (std::size_t j = 0; j < d; ++j) c[d + j] = static_cast<float>(1e-20 * g(rng));
+  const PointsRef<float> pts{x.data(), d, d, shift.data()};
+  detail::RowSketch sk;
+  sk.reset(n, d);
+  ASSERT_TRUE(sk.build(pts, 0, n));
+  EXPECT_TRUE(std::isinf(sk.delta[2]));
+  EXPECT_TRUE(std::isinf(sk.delta[4]));
+  detail::CandSketch cs;
+  ASSERT_TRUE(cs.build(c.data(), 2, d));
+  EXPECT_TRUE(std::isinf(cs.cdelta[1]));
+  float cl[detail::kSketchRows];
+  for (auto& v : cl) v = 1.0f;  // far below the distance to candidate 0 for normal rows
+  const detail::SketchArgs ga{sk.block_q(0), sk.pairs, sk.a.data(), sk.s.data(), sk.delta.data(), cl,
+                              cs.cq.data(), cs.cb.data(), cs.cs.data(), cs.cdelta.data(), 2, 0x1p-126f, 1.001f};
+  for (const auto* tab : detail::kernel_tables<float>()) {
+    std::uint32_t mask[detail::kSketchRows];
+    tab->sketch_mask(ga, mask);
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(mask[i] >> 1 & 1) << tab->name << " row " << i << ": the tiny candidate keeps every pair";
+      if (i == 2 || i == 4) {
+        EXPECT_TRUE(mask[i] & 1) << tab->name << " row " << i << " is out of range: its pairs are kept";
+      } else {
+        EXPECT_FALSE(mask[i] & 1) << tab->name << " row " << i << " is far from candidate 0";
+      }
+    }
+  }
+  // A value that is not finite is refused.
+  x[7 * d + 3] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(sk.build(pts, 0, n));
+}
+
 TYPED_TEST(KernelTest, AccumulateRunMatchesReferenceBitwise) {
   using T = TypeParam;
   const auto& ref = detail::reference_table<T>();
