@@ -38,4 +38,14 @@ void for_each_target(Fn&& fn) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+/// Every target's table, best first (get() calls one exported table function through
+/// HWY_DYNAMIC_DISPATCH), then the scalar reference.
+template <class Table, class Get>
+std::vector<const Table*> target_tables(Get get, const Table* reference) {
+  std::vector<const Table*> out;
+  for_each_target([&] { out.push_back(get()); });
+  out.push_back(reference);
+  return out;
+}
+
 }  // namespace flashkm::detail

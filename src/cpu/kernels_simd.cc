@@ -716,18 +716,12 @@ HWY_EXPORT(TableF64);
 
 template <class T>
 std::vector<const KernelTable<T>*> kernel_tables() {
-  static const std::vector<const KernelTable<T>*> tables = [] {
-    std::vector<const KernelTable<T>*> out;
-    for_each_target([&] {
-      if constexpr (sizeof(T) == sizeof(float)) {
-        out.push_back(HWY_DYNAMIC_DISPATCH(TableF32)());
-      } else {
-        out.push_back(HWY_DYNAMIC_DISPATCH(TableF64)());
-      }
-    });
-    out.push_back(&reference_table<T>());
-    return out;
-  }();
+  static const std::vector<const KernelTable<T>*> tables = target_tables<KernelTable<T>>(
+      [] {
+        if constexpr (sizeof(T) == sizeof(float)) return HWY_DYNAMIC_DISPATCH(TableF32)();
+        else return HWY_DYNAMIC_DISPATCH(TableF64)();
+      },
+      &reference_table<T>());
   return tables;
 }
 

@@ -178,6 +178,52 @@ inline std::size_t bits_set(std::uint32_t v) {
   return static_cast<std::size_t>((((v + (v >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
 }
 
+// Row r's distances to the candidates c[t] (t < mm) that bit t of mask (non-zero) keeps, into
+// out[t], bitwise sqdist_one's; +inf for the others (their computed distance would be >= the
+// row's closest one, so min() keeps that). Returns the distances computed.
+template <class T>
+std::size_t score_kept(const KernelTable<T>& table, const PointsRef<T>& pts, const T* c, std::uint32_t mask,
+                       std::size_t mm, std::size_t r, T* out) {
+  const std::size_t k = bits_set(mask);
+  if (k == mm) {
+    table.sqdist_few(pts, c, mm, r, r + 1, out);
+    return mm;
+  }
+  // Only the kept candidates, by pointer (sqdist_listed: the same bits as sqdist_few).
+  const T* ptrs[kMaxFew];
+  std::size_t slot[kMaxFew];
+  std::size_t n = 0;
+  for (std::uint32_t b = mask; b; b &= b - 1) {
+    slot[n] = static_cast<std::size_t>(std::countr_zero(b));
+    ptrs[n] = c + slot[n] * pts.dim;
+    ++n;
+  }
+  T got[kMaxFew];
+  table.sqdist_listed(pts, ptrs, k, r, r + 1, got);
+  std::fill_n(out, mm, std::numeric_limits<T>::infinity());
+  for (std::size_t u = 0; u < k; ++u) out[slot[u]] = got[u];
+  return k;
+}
+
+// Records the pairs of one row (row, from the block's first row) whose distance d[t] to
+// candidate t0 + t lowers its closest distance cl: sqdist_few's distance is bitwise
+// sqdist_one's (kernel_table.hpp), so keeping a candidate needs no pass over X. The
+// comparisons are taken without branches (few rows are lowered).
+template <class T>
+void record_lowerings(SeedRecords<T>& rec, std::size_t row, std::size_t t0, T cl, const T* d, std::size_t mm) {
+  std::uint32_t low = 0;
+  for (std::size_t t = 0; t < mm; ++t) low |= static_cast<std::uint32_t>(d[t] < cl) << t;
+  for (; low; low &= low - 1) {
+    const std::size_t t = static_cast<std::size_t>(std::countr_zero(low));
+    if (rec.out->size() == rec.cap) {
+      rec.overflow = true;
+      rec.out->clear();
+      return;
+    }
+    rec.out->push_back({static_cast<std::uint32_t>(row), static_cast<std::uint32_t>(t0 + t), d[t]});
+  }
+}
+
 // p[u] += w_i * min(cl_i, d_i,t+u) over rows i in order, for u < W, where only the rows in
 // surv (ascending, their distances at d + j * mm) may have a candidate below cl_i: every other
 // row adds w_i * cl_i, as min() would give it.
@@ -239,7 +285,6 @@ std::uint64_t sketch_block_potentials(const KernelTable<T>& table, const PointsR
   // The filter's slack, rounded up to float (a larger slack only keeps more pairs).
   const float tau_f = bounds::up(std::max(sl.tau, 0x1p-126));
   const float over_f = bounds::up(sl.over);
-  constexpr T kInf = std::numeric_limits<T>::infinity();
   T d[kSeedRows * kMaxFew];
   SketchSub buf[2];
 
@@ -273,24 +318,7 @@ std::uint64_t sketch_block_potentials(const KernelTable<T>& table, const PointsR
       for (std::size_t i = 0; i < rows; ++i) u.surv[i] = static_cast<std::uint32_t>(i);
     } else {
       for (std::size_t j = 0; j < ns; ++j) {
-        const std::size_t r = s + u.surv[j];
-        const std::uint32_t mk = u.mask[u.surv[j]];
-        T* dj = d + j * mm;
-        // Only the surviving candidates, by pointer (their distances are the same bits); a
-        // skipped pair holds +inf (its computed distance would be >= cl, so min() keeps cl).
-        const T* ptrs[kMaxFew];
-        std::size_t slot[kMaxFew];
-        std::size_t k = 0;
-        for (std::uint32_t b = mk; b; b &= b - 1) {
-          slot[k] = static_cast<std::size_t>(std::countr_zero(b));
-          ptrs[k] = c + slot[k] * dim;
-          ++k;
-        }
-        T got[kMaxFew];
-        table.sqdist_listed(pts, ptrs, k, r, r + 1, got);
-        std::fill_n(dj, mm, kInf);
-        for (std::size_t v = 0; v < k; ++v) dj[slot[v]] = got[v];
-        computed += k;
+        computed += score_kept(table, pts, c, u.mask[u.surv[j]], mm, s + u.surv[j], d + j * mm);
       }
     }
     for (std::size_t t = 0; t < mm; t += 8) {
@@ -301,19 +329,7 @@ std::uint64_t sketch_block_potentials(const KernelTable<T>& table, const PointsR
     // The pairs that lower a row's closest distance are among the survivors.
     for (std::size_t j = 0; j < ns && !rec->overflow; ++j) {
       const std::size_t i = u.surv[j];
-      const T cl = rs.closest[s + i];
-      const T* di = d + j * mm;
-      std::uint32_t low = 0;
-      for (std::size_t t = 0; t < mm; ++t) low |= static_cast<std::uint32_t>(di[t] < cl) << t;
-      for (; low; low &= low - 1) {
-        const std::size_t t = static_cast<std::size_t>(std::countr_zero(low));
-        if (rec->out->size() == rec->cap) {
-          rec->overflow = true;
-          rec->out->clear();
-          break;
-        }
-        rec->out->push_back({static_cast<std::uint32_t>(s + i - rec->first), static_cast<std::uint32_t>(t0 + t), di[t]});
-      }
+      record_lowerings(*rec, s + i - rec->first, t0, rs.closest[s + i], d + j * mm, mm);
     }
   };
 
@@ -386,24 +402,8 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
         for (std::size_t i = 0; i < rows; ++i) {
           if (mask[i] == 0) {
             std::fill_n(d + i * mm, mm, kInf);
-          } else if (bits_set(mask[i]) == mm) {
-            table.sqdist_few(pts, c, mm, s + i, s + i + 1, d + i * mm);
-            computed += mm;
           } else {
-            // Only the surviving candidates, by pointer (their distances are the same bits).
-            const T* ptrs[kMaxFew];
-            std::size_t slot[kMaxFew];
-            std::size_t k = 0;
-            for (std::uint32_t b = mask[i]; b; b &= b - 1) {
-              slot[k] = static_cast<std::size_t>(std::countr_zero(b));
-              ptrs[k] = c + slot[k] * dim;
-              ++k;
-            }
-            T got[kMaxFew];
-            table.sqdist_listed(pts, ptrs, k, s + i, s + i + 1, got);
-            std::fill_n(d + i * mm, mm, kInf);
-            for (std::size_t u = 0; u < k; ++u) d[i * mm + slot[u]] = got[u];
-            computed += k;
+            computed += score_kept(table, pts, c, mask[i], mm, s + i, d + i * mm);
           }
         }
       }
@@ -411,24 +411,8 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
       // up to eight candidates' sums at a time stay in registers, their chains side by side.
       for (std::size_t t = 0; t < mm; t += 8) add_terms_of<T>(std::min<std::size_t>(8, mm - t), rs, s, rows, d, mm, t, p + t0 + t);
       if (!rec || rec->overflow) continue;
-      // The pairs that lower the row's closest distance: sqdist_few's distance is bitwise
-      // sqdist_one's (kernel_table.hpp), so keeping a candidate needs no pass over X.
-      // The comparisons are taken without branches, a row at a time (few rows are lowered).
       for (std::size_t i = 0; i < rows && !rec->overflow; ++i) {
-        const T cl = rs.closest[s + i];
-        const T* di = d + i * mm;
-        std::uint32_t low = 0;
-        for (std::size_t t = 0; t < mm; ++t) low |= static_cast<std::uint32_t>(di[t] < cl) << t;
-        for (; low; low &= low - 1) {
-          const std::size_t t = static_cast<std::size_t>(std::countr_zero(low));
-          const T o = di[t];
-          if (rec->out->size() == rec->cap) {
-            rec->overflow = true;
-            rec->out->clear();
-            break;
-          }
-          rec->out->push_back({static_cast<std::uint32_t>(s + i - rec->first), static_cast<std::uint32_t>(t0 + t), o});
-        }
+        record_lowerings(*rec, s + i - rec->first, t0, rs.closest[s + i], d + i * mm, mm);
       }
     }
   }

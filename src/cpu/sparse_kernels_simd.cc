@@ -270,18 +270,12 @@ HWY_EXPORT(SparseTableF64);
 template <class T>
 std::vector<const SparseKernels<T>*> sparse_kernel_tables() {
   // Best first, as kernel_tables() lists the dense kernels.
-  static const std::vector<const SparseKernels<T>*> tables = [] {
-    std::vector<const SparseKernels<T>*> out;
-    for_each_target([&] {
-      if constexpr (sizeof(T) == sizeof(float)) {
-        out.push_back(HWY_DYNAMIC_DISPATCH(SparseTableF32)());
-      } else {
-        out.push_back(HWY_DYNAMIC_DISPATCH(SparseTableF64)());
-      }
-    });
-    out.push_back(&sparse_reference_table<T>());
-    return out;
-  }();
+  static const std::vector<const SparseKernels<T>*> tables = target_tables<SparseKernels<T>>(
+      [] {
+        if constexpr (sizeof(T) == sizeof(float)) return HWY_DYNAMIC_DISPATCH(SparseTableF32)();
+        else return HWY_DYNAMIC_DISPATCH(SparseTableF64)();
+      },
+      &sparse_reference_table<T>());
   return tables;
 }
 
