@@ -7,31 +7,54 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace flashkm::detail::bounds {
 
 /// An upper bound stored as float: at least v (computed in double, whose own few roundings
 /// are far inside the float step taken here).
+/// (The float's successor by its bits: nextafter without the library call, for the per-row loops.)
 inline float up(double v) {
   if (!(v >= 0)) return v < 0 ? 0.0f : std::numeric_limits<float>::infinity();  // NaN: no bound
-  return std::nextafter(static_cast<float>(v), std::numeric_limits<float>::infinity());
+  const float f = static_cast<float>(v);
+  if (f == std::numeric_limits<float>::infinity()) return f;
+  std::uint32_t b = 0;
+  std::memcpy(&b, &f, sizeof b);
+  ++b;  // f >= +0: the next float up
+  float r = 0;
+  std::memcpy(&r, &b, sizeof r);
+  return r;
 }
 
 /// A lower bound stored as float: at most v, never negative.
 inline float down(double v) {
-  if (!(v > 0)) return 0.0f;  // also NaN: the weakest bound
-  return std::nextafter(static_cast<float>(v), 0.0f);
+  const float f = static_cast<float>(v);
+  if (!(f > 0)) return 0.0f;  // also NaN, and v too small for a positive float: the weakest bound
+  std::uint32_t b = 0;
+  std::memcpy(&b, &f, sizeof b);
+  --b;  // the next float towards zero (infinity: the largest finite)
+  float r = 0;
+  std::memcpy(&r, &b, sizeof r);
+  return r;
 }
 
 /// The triangle inequality after a centroid moved by at most `drift`: upper bound u + drift.
 inline float up_add(float u, double drift) { return up(static_cast<double>(u) + drift); }
 
 /// Lower bound l - drift (the subtraction's double rounding taken off as well).
+/// Branch-free (the rows' G bounds are updated in one vectorisable loop); 2^-50 l is exact
+/// (l is a float) and covers the subtraction's rounding wherever the result is positive.
 inline float down_sub(float l, double drift) {
-  if (std::isinf(l)) return l;
-  const double v = static_cast<double>(l) - drift;
-  return down(v - std::ldexp(static_cast<double>(l), -50));
+  const double dl = static_cast<double>(l);
+  const float f = static_cast<float>(dl - drift - dl * 0x1p-50);
+  std::uint32_t b = 0;
+  std::memcpy(&b, &f, sizeof b);
+  b = f > 0 ? b - 1 : 0;
+  float r = 0;
+  std::memcpy(&r, &b, sizeof r);
+  return l == std::numeric_limits<float>::infinity() ? l : r;
 }
 
 /// gamma_n = n u / (1 - n u), u the unit roundoff of T: the relative error bound of a sum of n

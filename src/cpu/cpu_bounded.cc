@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -22,7 +23,7 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   iter_bounded_ = false;
   grouped_ = false;
   bounded_iters_ = 0;
-  judge_.reset();
+  judge_.reset(AutoPrune::break_even_for(dim_));
   auto_prune_ = prune == Prune::kAuto;
   if (prune == Prune::kOff || k == 0) return false;
   // Groups of whole panels, in index order: one panel each (Yinyang's K/10 centroids per
@@ -68,17 +69,25 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
 template <class T>
 typename CpuEngine<T>::BoundScratch CpuEngine<T>::make_scratch() const {
   BoundScratch s;
-  const std::size_t P = table_->center_pad;
-  s.idx.resize(P);
+  const std::size_t P = table_->center_pad, bb = bound_block_rows();
+  const std::size_t bp = (bb + P - 1) / P * P;
+  s.rows.reserve(bb);
+  s.own.resize(bb);
+  s.list.reserve(bb * groups_);
+  s.need.resize(bb);
+  s.start.resize(groups_ + 1);
+  s.fill.resize(groups_);
+  s.best_g.resize(bb);
+  s.bx.resize(bp * dim_);
+  s.bnorm.resize(bp);
   s.xp.resize(P * dim_);
-  s.xnorm.resize(P);
-  s.min1.resize(P * groups_);
-  s.min2.resize(P * groups_);
-  s.idx1.resize(P * groups_);
-  s.best_s.resize(P);
-  s.best_j.resize(P);
-  s.eps.resize(P);
-  s.computed.resize(groups_);
+  s.min1.resize(P);
+  s.min2.resize(P);
+  s.idx1.resize(P);
+  s.best_s.resize(bb);
+  s.best_m2.resize(bb);
+  s.best_j.resize(bb);
+  s.eps.resize(bb);
   return s;
 }
 
@@ -200,23 +209,27 @@ std::size_t CpuEngine<T>::bounded_rows(const Chunk<T>& ch, std::size_t r0, std::
   return changed;
 }
 
-// One sorting block. Each row's bounds first follow its centroids' drifts; a row whose upper
+// One block of rows. Each row's bounds first follow its centroids' drifts; a row whose upper
 // bound stays below its lower bounds by the scores' rounding slack keeps its label and
-// computes nothing. The others are sorted by label and scored a sliver at a time: first the
-// groups of their own centroids, then every group whose lower bound does not exceed the
-// best score found, by the same micro-kernel and arithmetic as assign_rows. A group skipped
-// for a row provably holds no centroid whose float score could reach the row's best, so the
-// label (lowest index among equal scores) and distance are bitwise assign_rows' own.
+// computes nothing. The survivors are packed once, then scored group by group: each group
+// takes exactly the survivors that need it (first every survivor's own group, then each
+// other group for the rows whose lower bound does not exclude it against the best score found
+// so far), gathered into slivers for the same micro-kernel and arithmetic as assign_rows. A
+// group skipped for a row provably holds no centroid whose float score could reach the row's
+// best, so the label (lowest index among equal scores) and distance are bitwise assign_rows'
+// own; the minimum over the groups does not depend on the order they are scored in.
 template <class T>
 std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std::size_t b1, std::int32_t* lab, T* dst,
                                         BoundScratch& s, BoundCounts& counts) {
   const std::size_t G = groups_, gs = group_size_, P = table_->center_pad, dim = dim_, k = k_;
   const bounds::Slack& sl = slack_;
   const bool valid = bounds_valid_;
-  s.keyed.clear();
+  const auto none = static_cast<std::uint32_t>(G);
+  s.rows.clear();
   for (std::size_t r = b0; r < b1; ++r) {
     if (!valid) {
-      s.keyed.emplace_back(0, static_cast<std::uint32_t>(r));
+      s.own[s.rows.size()] = none;
+      s.rows.push_back(static_cast<std::uint32_t>(r));
       continue;
     }
     const std::size_t gr = ch.first + r;
@@ -224,87 +237,121 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     const float U = bounds::up_add(ub_[gr], drift_[static_cast<std::size_t>(a)]);
     ub_[gr] = U;
     float* lb = lb_.data() + gr * G;
-    float lmin = std::numeric_limits<float>::infinity();
+    const double* gd = gdrift_.data();
+    // Bounds are >= +0 (or +inf), so their bits order as the floats do: an integer minimum
+    // (the loop vectorises; a float one would not without fast-math).
+    std::uint32_t lmin_bits = 0x7F800000u;
     for (std::size_t g = 0; g < G; ++g) {
-      const float l = bounds::down_sub(lb[g], gdrift_[g]);
+      const float l = bounds::down_sub(lb[g], gd[g]);
       lb[g] = l;
-      lmin = std::min(lmin, l);
+      std::uint32_t b = 0;
+      std::memcpy(&b, &l, sizeof b);
+      lmin_bits = std::min(lmin_bits, b);
     }
+    float lmin = 0;
+    std::memcpy(&lmin, &lmin_bits, sizeof lmin);
     const double u = U, l = lmin;
     // The row's norm is at most U + cmax (triangle inequality through its centroid).
     if (u * u + 2 * sl.eps(u + sl.cmax) + sl.dn < l * l * bounds::kTestMargin) {
       ++counts.pruned;
       continue;
     }
-    s.keyed.emplace_back(static_cast<std::int32_t>(pos_of_[static_cast<std::size_t>(a)]), static_cast<std::uint32_t>(r));
+    s.own[s.rows.size()] = pos_of_[static_cast<std::size_t>(a)] / gs;
+    s.rows.push_back(static_cast<std::uint32_t>(r));
   }
-  // Survivors of one centroid, then of its group, go together: a sliver's rows mostly need
-  // the same groups.
-  if (valid) std::sort(s.keyed.begin(), s.keyed.end());
-  std::size_t changed = 0;
-  const std::size_t ns = s.keyed.size();
-  const double rel_x = 1.0 / (1.0 - bounds::gamma<T>(2 * dim + 4));
+  const std::size_t ns = s.rows.size();
+  if (ns == 0) return 0;
+  // The survivors packed once, a sliver at a time, exactly as assign_rows packs them.
   for (std::size_t s0 = 0; s0 < ns; s0 += P) {
-    const std::size_t m = std::min(P, ns - s0);
-    for (std::size_t i = 0; i < m; ++i) s.idx[i] = s.keyed[s0 + i].second;
-    table_->pack_rows(ch.pts, s.idx.data(), m, s.xp.data(), s.xnorm.data());
-    std::fill(s.computed.begin(), s.computed.end(), 0);
-    for (std::size_t i = 0; i < m; ++i) {
-      s.best_s[i] = std::numeric_limits<T>::infinity();
-      s.best_j[i] = std::numeric_limits<std::int32_t>::max();
-      s.eps[i] = sl.eps(std::sqrt(static_cast<double>(s.xnorm[i]) * rel_x) * (1 + 0x1p-40));
-    }
-    auto score = [&](std::size_t g) {
-      const std::size_t c0 = g * gs, c1 = std::min(k, c0 + gs);
-      panel_->group_min(s.xp.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data() + g * P,
-                        s.idx1.data() + g * P, s.min2.data() + g * P);
-      s.computed[g] = 1;
+    table_->pack_rows(ch.pts, s.rows.data() + s0, std::min(P, ns - s0), s.bx.data() + s0 * dim,
+                      s.bnorm.data() + s0);
+  }
+  const double rel_x = 1.0 / (1.0 - bounds::gamma<T>(2 * dim + 4));
+  for (std::size_t i = 0; i < ns; ++i) {
+    s.best_s[i] = std::numeric_limits<T>::infinity();
+    s.best_m2[i] = std::numeric_limits<T>::infinity();
+    s.best_j[i] = std::numeric_limits<std::int32_t>::max();
+    s.best_g[i] = none;
+    s.eps[i] = sl.eps(std::sqrt(static_cast<double>(s.bnorm[i]) * rel_x) * (1 + 0x1p-40));
+  }
+  // Scores group g for the survivors s.list[l0, l1): lowers their best and sets their bound on g
+  // from the group's smallest score (the best's group gets its runner-up's at the end).
+  auto score = [&](std::size_t g, std::size_t l0, std::size_t l1) {
+    const std::size_t c0 = g * gs, c1 = std::min(k, c0 + gs);
+    for (std::size_t t0 = l0; t0 < l1; t0 += P) {
+      const std::size_t m = std::min(P, l1 - t0);
+      for (std::size_t q = 0; q < m; ++q) {
+        std::copy_n(s.bx.data() + static_cast<std::size_t>(s.list[t0 + q]) * dim, dim, s.xp.data() + q * dim);
+      }
+      panel_->group_min(s.xp.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(),
+                        s.min2.data());
       counts.distances += m * (c1 - c0);
-      for (std::size_t i = 0; i < m; ++i) {
-        const T v = s.min1[g * P + i];
-        const std::int32_t j = s.idx1[g * P + i];
+      for (std::size_t q = 0; q < m; ++q) {
+        const std::size_t i = s.list[t0 + q];
+        const T v = s.min1[q];
+        const std::int32_t j = s.idx1[q];
+        const double x = s.bnorm[i];
+        lb_[(ch.first + s.rows[i]) * G + g] =
+            bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - s.eps[i] + sl.nmin)));
         if (v < s.best_s[i] || (v == s.best_s[i] && j < s.best_j[i])) {
           s.best_s[i] = v;
           s.best_j[i] = j;
-        }
-      }
-    };
-    if (!valid) {
-      for (std::size_t g = 0; g < G; ++g) score(g);
-    } else {
-      for (std::size_t i = 0; i < m; ++i) {
-        const std::size_t g = pos_of_[static_cast<std::size_t>(lab[s.idx[i]])] / gs;
-        if (!s.computed[g]) score(g);
-      }
-      for (std::size_t g = 0; g < G; ++g) {
-        if (s.computed[g]) continue;
-        for (std::size_t i = 0; i < m; ++i) {
-          // Every score in g is at least L^2 - ||x||^2 - nmax - eps: skip g if that exceeds
-          // the best score found (so none can equal it either).
-          const double l = lb_[(ch.first + s.idx[i]) * G + g];
-          const double thr = static_cast<double>(s.best_s[i]) + static_cast<double>(s.xnorm[i]) + 2 * s.eps[i] + sl.nmax;
-          if (!(l * l * bounds::kTestMargin > thr)) {
-            score(g);
-            break;
-          }
+          s.best_m2[i] = s.min2[q];
+          s.best_g[i] = static_cast<std::uint32_t>(g);
         }
       }
     }
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::size_t r = s.idx[i], gr = ch.first + r;
-      const std::int32_t label = s.best_j[i];
-      changed += lab[r] != label;
-      lab[r] = label;
-      dst[r] = std::max(T(0), s.xnorm[i] + s.best_s[i]);
-      const double x = s.xnorm[i], e = s.eps[i];
-      ub_[gr] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(s.best_s[i]) + x + e + sl.nmax)));
-      float* lb = lb_.data() + gr * G;
-      for (std::size_t g = 0; g < G; ++g) {
-        if (!s.computed[g]) continue;
-        const T v = s.idx1[g * P + i] == label ? s.min2[g * P + i] : s.min1[g * P + i];
-        lb[g] = bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - e + sl.nmin)));
+  };
+  // Each group's survivors, in row order: s.list[s.start[g], s.start[g + 1]).
+  auto bucket = [&](auto&& groups_of) {
+    std::fill(s.start.begin(), s.start.begin() + static_cast<std::ptrdiff_t>(G + 1), 0u);
+    for (std::size_t i = 0; i < ns; ++i) {
+      for (std::uint64_t m = groups_of(i); m; m &= m - 1) ++s.start[static_cast<std::size_t>(__builtin_ctzll(m)) + 1];
+    }
+    for (std::size_t g = 0; g < G; ++g) s.start[g + 1] += s.start[g];
+    std::copy_n(s.start.begin(), G, s.fill.begin());
+    s.list.resize(s.start[G]);
+    for (std::size_t i = 0; i < ns; ++i) {
+      for (std::uint64_t m = groups_of(i); m; m &= m - 1) {
+        s.list[s.fill[static_cast<std::size_t>(__builtin_ctzll(m))]++] = static_cast<std::uint32_t>(i);
       }
     }
+    for (std::size_t g = 0; g < G; ++g) {
+      if (s.start[g + 1] > s.start[g]) score(g, s.start[g], s.start[g + 1]);
+    }
+  };
+  const std::uint64_t all = G == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << G) - 1;
+  if (valid) {
+    // First every survivor's own group.
+    bucket([&](std::size_t i) { return std::uint64_t{1} << s.own[i]; });
+    // Then the groups each row's lower bounds do not exclude against its best so far. Every
+    // score in g is at least L^2 - ||x||^2 - nmax - eps: g is skipped if that exceeds the best
+    // score found (so none can equal it either).
+    for (std::size_t i = 0; i < ns; ++i) {
+      const float* lb = lb_.data() + (ch.first + s.rows[i]) * G;
+      const double thr = static_cast<double>(s.best_s[i]) + static_cast<double>(s.bnorm[i]) + 2 * s.eps[i] + sl.nmax;
+      std::uint64_t need = 0;
+      for (std::size_t g = 0; g < G; ++g) {
+        const double l = lb[g];
+        need |= static_cast<std::uint64_t>(!(l * l * bounds::kTestMargin > thr)) << g;
+      }
+      s.need[i] = need & ~(std::uint64_t{1} << s.own[i]);
+    }
+    bucket([&](std::size_t i) { return s.need[i]; });
+  } else {
+    bucket([&](std::size_t) { return all; });
+  }
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < ns; ++i) {
+    const std::size_t r = s.rows[i], gr = ch.first + r;
+    const std::int32_t label = s.best_j[i];
+    changed += lab[r] != label;
+    lab[r] = label;
+    dst[r] = std::max(T(0), s.bnorm[i] + s.best_s[i]);
+    const double x = s.bnorm[i], e = s.eps[i];
+    ub_[gr] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(s.best_s[i]) + x + e + sl.nmax)));
+    lb_[gr * G + s.best_g[i]] =
+        bounds::down(std::sqrt(std::max(0.0, static_cast<double>(s.best_m2[i]) + x - e + sl.nmin)));
   }
   return changed;
 }

@@ -144,7 +144,7 @@ class CpuEngine final : public Engine<T> {
   // ---- Bounded assignment (cpu_bounded.cc; docs/KERNELS.md, "Bounded assignment") ----
 
   // Most lower bounds kept per row (Yinyang groups).
-  static constexpr std::size_t kMaxGroups = 64;
+  static constexpr std::size_t kMaxGroups = 64;  // <= 64: a row's groups to score are one uint64_t
 
   struct BoundCounts {
     std::uint64_t distances = 0;
@@ -153,12 +153,16 @@ class CpuEngine final : public Engine<T> {
 
   // Per-thread scratch of the bounded assignment.
   struct BoundScratch {
-    std::vector<std::pair<std::int32_t, std::uint32_t>> keyed;  // (label, row) of the survivors
-    std::vector<std::uint32_t> idx;
-    std::vector<T> xp, xnorm, min1, min2, best_s;
+    std::vector<std::uint32_t> rows;  // the block's survivors (chunk rows, ascending)
+    std::vector<std::uint32_t> own;   // per survivor: its label's group (G where none yet)
+    std::vector<std::uint32_t> list;  // the survivors each group scores, group after group
+    std::vector<std::uint32_t> start, fill;  // per group: where its survivors start in list
+    std::vector<std::uint64_t> need;  // per survivor: the other groups it scores (bit g)
+    std::vector<std::uint32_t> best_g;
+    std::vector<T> bx, bnorm;         // the survivors packed (centred, row-major) and their norms
+    std::vector<T> xp, min1, min2, best_s, best_m2;
     std::vector<std::int32_t> idx1, best_j;
     std::vector<double> eps;
-    std::vector<char> computed;
   };
 
   BoundScratch make_scratch() const;

@@ -1,0 +1,148 @@
+// Pruned against unpruned Lloyd iterations in C++, side by side in one run (issue: exact pruning):
+// the same k-means++ centres, then fit() to convergence at tol = 1e-4 with prune off and on,
+// alternating, `repeats` times. Prints medians of the iterations' own seconds (seeding
+// excluded), the iteration count, the fraction of the N x K distances computed over the whole
+// run and after iteration 5, and whether the two fits are bitwise equal (labels, centroids,
+// inertia, n_iter, history). The Python bench (bench_prune.py) adds the peers.
+//
+// Usage: bench_prune_iters [threads [repeats [shape ...]]]
+//   shape: blobs:NxDxK (the peer harness's overlapping blobs, sep 3) or fmnist:K;
+//   defaults: the issue's shapes, 2 threads, 3 repeats.
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "flashkm/flashkm.hpp"
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Overlapping Gaussian blobs as ../shared/bench's harness draws them (as bench_seeding).
+std::vector<float> blobs(std::size_t n, std::size_t d, std::size_t k, double sep = 3.0) {
+  std::mt19937_64 rng(0);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> c(k * d);
+  const float s = static_cast<float>(sep / std::sqrt(2.0 * static_cast<double>(d)));
+  for (auto& v : c) v = g(rng) * s;
+  std::uniform_int_distribution<std::size_t> lab(0, k - 1);
+  std::vector<float> x(n * d);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t l = lab(rng);
+    for (std::size_t j = 0; j < d; ++j) x[i * d + j] = g(rng) + c[l * d + j];
+  }
+  return x;
+}
+
+std::vector<float> fashion_mnist(std::size_t& n, std::size_t& d) {
+  std::vector<float> x;
+  n = 0;
+  d = 784;
+  for (const char* name : {"train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz"}) {
+    const std::string path = std::string("/usr/share/datasets/fashion-mnist/") + name;
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (!f) {
+      std::fprintf(stderr, "cannot open %s (Debian's dataset-fashion-mnist)\n", path.c_str());
+      std::exit(1);
+    }
+    unsigned char head[16];
+    gzread(f, head, 16);
+    const std::size_t m = (std::size_t{head[4]} << 24) | (std::size_t{head[5]} << 16) | (std::size_t{head[6]} << 8) | head[7];
+    std::vector<unsigned char> buf(m * d);
+    gzread(f, buf.data(), static_cast<unsigned>(buf.size()));
+    gzclose(f);
+    for (unsigned char b : buf) x.push_back(static_cast<float>(b) / 255.0f);
+    n += m;
+  }
+  return x;
+}
+
+bool same_fit(const flashkm::KMeansResult<float>& a, const flashkm::KMeansResult<float>& b) {
+  if (a.n_iter != b.n_iter || a.labels != b.labels || a.history.size() != b.history.size()) return false;
+  if (std::memcmp(a.centroids.data(), b.centroids.data(), a.centroids.size() * sizeof(float)) != 0) return false;
+  if (std::memcmp(&a.inertia, &b.inertia, sizeof(double)) != 0) return false;
+  for (std::size_t i = 0; i < a.history.size(); ++i) {
+    const auto &x = a.history[i], &y = b.history[i];
+    if (std::memcmp(&x.inertia, &y.inertia, 8) != 0 || std::memcmp(&x.center_shift, &y.center_shift, 8) != 0 ||
+        x.labels_changed != y.labels_changed)
+      return false;
+  }
+  return true;
+}
+
+void run(const std::string& shape, int threads, int repeats) {
+  std::size_t n = 0, d = 0, k = 0;
+  std::vector<float> X;
+  if (std::sscanf(shape.c_str(), "blobs:%zux%zux%zu", &n, &d, &k) == 3) {
+    X = blobs(n, d, k);
+  } else if (std::sscanf(shape.c_str(), "fmnist:%zu", &k) == 1) {
+    X = fashion_mnist(n, d);
+  } else {
+    std::fprintf(stderr, "bad shape '%s'\n", shape.c_str());
+    std::exit(2);
+  }
+  const flashkm::MatrixView<float> view(X.data(), n, d);
+  flashkm::KMeansOptions so;
+  so.n_threads = threads;
+  const auto seeds = flashkm::kmeans_plusplus(view, k, so);
+  std::vector<double> init(seeds.centers.begin(), seeds.centers.end());
+  std::vector<double> t_off, t_on;
+  flashkm::KMeansResult<float> off, on;
+  for (int r = 0; r < repeats; ++r) {
+    for (const auto p : {flashkm::Prune::kOff, flashkm::Prune::kOn}) {
+      flashkm::KMeansOptions o;
+      o.n_clusters = k;
+      o.init = flashkm::InitMethod::kExplicit;
+      o.init_centroids = flashkm::MatrixView<double>(init.data(), k, d);
+      o.n_init = 1;
+      o.n_threads = threads;
+      o.prune = p;
+      auto res = flashkm::fit(view, o);
+      double s = 0;
+      for (const auto& h : res.history) s += h.seconds;
+      (p == flashkm::Prune::kOff ? t_off : t_on).push_back(s);
+      (p == flashkm::Prune::kOff ? off : on) = std::move(res);
+    }
+  }
+  const double full = static_cast<double>(n) * static_cast<double>(k);
+  double all = 0, late = 0;
+  std::size_t nlate = 0;
+  for (const auto& h : on.history) {
+    all += static_cast<double>(h.distances);
+    if (h.iteration > 5) {
+      late += static_cast<double>(h.distances);
+      ++nlate;
+    }
+  }
+  const double a = median(t_off), b = median(t_on);
+  std::printf("%-22s iterations %3d  off %7.3f s  on %7.3f s  speed-up %5.2fx  distances %.3f (after it. 5: %.3f)  %s\n",
+              shape.c_str(), on.n_iter, a, b, a / b, all / (full * static_cast<double>(on.history.size())),
+              nlate ? late / (full * static_cast<double>(nlate)) : 0.0, same_fit(off, on) ? "bitwise equal" : "DIFFER");
+  if (std::getenv("PRUNE_PROFILE")) {
+    for (const auto& h : on.history)
+      std::printf("  it %3d  %.4f s  distances %.4f  changed %zu\n", h.iteration, h.seconds,
+                  static_cast<double>(h.distances) / full, h.labels_changed);
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
+  std::vector<std::string> shapes;
+  for (int i = 3; i < argc; ++i) shapes.emplace_back(argv[i]);
+  if (shapes.empty()) shapes = {"blobs:1000000x64x256", "blobs:100000x128x1024", "fmnist:256", "fmnist:10"};
+  for (const auto& s : shapes) run(s, threads, repeats);
+}
