@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <omp.h>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -66,29 +67,38 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   return true;
 }
 
+// Sizes every thread's scratch of the bounded assignment for this iteration's shape (serial;
+// kept across iterations, so an iteration neither allocates nor clears megabytes of it).
 template <class T>
-typename CpuEngine<T>::BoundScratch CpuEngine<T>::make_scratch() const {
-  BoundScratch s;
+void CpuEngine<T>::prepare_scratch() {
+  if (bscratch_.size() < static_cast<std::size_t>(threads_)) bscratch_.resize(static_cast<std::size_t>(threads_));
   const std::size_t P = table_->center_pad, bb = bound_block_rows();
   const std::size_t bp = (bb + P - 1) / P * P;
-  s.rows.reserve(bb);
-  s.own.resize(bb);
-  s.list.reserve(bb * groups_);
-  s.need.resize(bb);
-  s.start.resize(groups_ + 1);
-  s.fill.resize(groups_);
-  s.best_g.resize(bb);
-  s.bx.resize(bp * dim_);
-  s.bnorm.resize(bp);
-  s.xp.resize(P * dim_);
-  s.min1.resize(P);
-  s.min2.resize(P);
-  s.idx1.resize(P);
-  s.best_s.resize(bb);
-  s.best_m2.resize(bb);
-  s.best_j.resize(bb);
-  s.eps.resize(bb);
-  return s;
+  for (BoundScratch& s : bscratch_) {
+    s.rows.reserve(bb);
+    s.own.resize(bb);
+    s.list.reserve(bb * groups_);
+    s.need.resize(bb);
+    s.start.resize(groups_ + 1);
+    s.fill.resize(groups_);
+    s.best_g.resize(bb);
+    s.bx.resize(bp * dim_);
+    s.bnorm.resize(bp);
+    s.xp.resize(P * dim_);
+    s.min1.resize(P);
+    s.min2.resize(P);
+    s.idx1.resize(P);
+    s.best_s.resize(bb);
+    s.best_m2.resize(bb);
+    s.best_j.resize(bb);
+    s.eps.resize(bb);
+  }
+}
+
+// The calling thread's scratch (prepare_scratch sized it).
+template <class T>
+typename CpuEngine<T>::BoundScratch& CpuEngine<T>::bound_scratch() {
+  return bscratch_[static_cast<std::size_t>(omp_get_thread_num())];
 }
 
 // Rows per sorting block of the bounded assignment: survivors are sorted by label within it
@@ -160,6 +170,7 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
       gdrift_[g] = std::max(gdrift_[g], drift_[c]);
     }
   }
+  prepare_scratch();
   iter_bounded_ = true;
 }
 
@@ -184,7 +195,7 @@ std::size_t CpuEngine<T>::bounded_chunk(const Chunk<T>& ch, std::size_t r0, std:
   std::uint64_t distances = 0, pruned = 0;
 #pragma omp parallel num_threads(threads_) reduction(+ : changed, distances, pruned)
   {
-    BoundScratch s = make_scratch();
+    BoundScratch& s = bound_scratch();
     BoundCounts c;
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t b = 0; b < nb; ++b) {
@@ -357,7 +368,8 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
 }
 
 template bool CpuEngine<float>::begin_run(Prune, std::size_t);
-template CpuEngine<float>::BoundScratch CpuEngine<float>::make_scratch() const;
+template void CpuEngine<float>::prepare_scratch();
+template CpuEngine<float>::BoundScratch& CpuEngine<float>::bound_scratch();
 template std::size_t CpuEngine<float>::bound_block_rows() const;
 template void CpuEngine<float>::prepare_bounds(const double*, std::size_t);
 template void CpuEngine<float>::make_groups(const double*, std::size_t);
@@ -368,7 +380,8 @@ template std::size_t CpuEngine<float>::bounded_rows(const Chunk<float>&, std::si
 template std::size_t CpuEngine<float>::bounded_block(const Chunk<float>&, std::size_t, std::size_t, std::int32_t*,
                                                      float*, BoundScratch&, BoundCounts&);
 template bool CpuEngine<double>::begin_run(Prune, std::size_t);
-template CpuEngine<double>::BoundScratch CpuEngine<double>::make_scratch() const;
+template void CpuEngine<double>::prepare_scratch();
+template CpuEngine<double>::BoundScratch& CpuEngine<double>::bound_scratch();
 template std::size_t CpuEngine<double>::bound_block_rows() const;
 template void CpuEngine<double>::prepare_bounds(const double*, std::size_t);
 template void CpuEngine<double>::make_groups(const double*, std::size_t);

@@ -165,7 +165,9 @@ class CpuEngine final : public Engine<T> {
     std::vector<double> eps;
   };
 
-  BoundScratch make_scratch() const;
+  void prepare_scratch();
+  BoundScratch& bound_scratch();
+  std::vector<BoundScratch> bscratch_;  // one per thread, kept across iterations
   std::size_t bound_block_rows() const;
   void prepare_bounds(const double* centroids, std::size_t k);
   void make_groups(const double* c, std::size_t k);

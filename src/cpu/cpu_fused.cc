@@ -43,7 +43,8 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
     {
       std::vector<std::uint32_t> off(k + 1), perm(tr);
       std::vector<double> sq(dim);
-      BoundScratch bs = iter_bounded_ ? make_scratch() : BoundScratch{};
+      BoundScratch dummy;
+      BoundScratch& bs = iter_bounded_ ? bound_scratch() : dummy;
       BoundCounts bc;
 #pragma omp for schedule(dynamic, 1)
       for (std::size_t w = 0; w < nw; ++w) {
