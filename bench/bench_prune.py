@@ -5,9 +5,11 @@ convergence at tol=1e-4 with prune off, on and auto, alternating, `--repeats` ti
 the sum of the iterations' own seconds (initialisation excluded). Prints medians, the ratio,
 the fraction of distances computed per iteration, the bounds' memory, and the machine's sgemm
 rate measured in the same run (numpy X @ C.T at the shape, 2 threads) as the brute-force floor.
-Optionally scikit-learn's Lloyd and Elkan from the same centres (--sklearn).
+Optionally scikit-learn's Lloyd and Elkan (--sklearn) and scikit-learn-intelex's Lloyd (--sklearnex)
+from the same centres; their times are whole fits from explicit centres (no seeding), to convergence
+at the same tol, with their own iteration counts.
 
-    build/venv/bin/python bench/bench_prune.py [--shapes blobs:1000000x64x256,...] [--sklearn]
+    build/venv/bin/python bench/bench_prune.py [--shapes blobs:1000000x64x256,...] [--sklearn] [--sklearnex]
 """
 import argparse
 import gzip
@@ -63,7 +65,11 @@ def run(X, k, centres, prune):
 
 
 def sklearn_time(X, k, centres, algorithm):
-    from sklearn.cluster import KMeans
+    if algorithm == "sklearnex":
+        from sklearnex.cluster import KMeans
+        algorithm = "lloyd"
+    else:
+        from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
     with threadpool_limits(2):
         t = time.perf_counter()
@@ -76,6 +82,7 @@ def main():
     ap.add_argument("--shapes", default="blobs:1000000x64x256,blobs:100000x128x1024,fmnist:256,fmnist:10")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--sklearn", action="store_true")
+    ap.add_argument("--sklearnex", action="store_true", help="scikit-learn-intelex (oneDAL) from the same centres")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     out = []
@@ -113,6 +120,10 @@ def main():
                 t, it = sklearn_time(X, k, centres, alg)
                 row[f"sklearn_{alg}_s"] = t
                 row[f"sklearn_{alg}_iter"] = it
+        if a.sklearnex:
+            t, it = sklearn_time(X, k, centres, "sklearnex")
+            row["sklearnex_s"] = t
+            row["sklearnex_iter"] = it
         out.append(row)
         print(json.dumps(row), flush=True)
     if a.json:
