@@ -29,12 +29,14 @@ inline float up(double v) {
 }
 
 /// A lower bound stored as float: at most v, never negative.
+/// Branch-free, so that down_sub's per-row loop vectorises.
 inline float down(double v) {
   const float f = static_cast<float>(v);
-  if (!(f > 0)) return 0.0f;  // also NaN, and v too small for a positive float: the weakest bound
   std::uint32_t b = 0;
   std::memcpy(&b, &f, sizeof b);
-  --b;  // the next float towards zero (infinity: the largest finite)
+  // The next float towards zero (infinity: the largest finite); 0 where f is not positive
+  // (also NaN, and v too small for a positive float): the weakest bound.
+  b = f > 0 ? b - 1 : 0;
   float r = 0;
   std::memcpy(&r, &b, sizeof r);
   return r;
@@ -48,12 +50,7 @@ inline float up_add(float u, double drift) { return up(static_cast<double>(u) + 
 /// (l is a float) and covers the subtraction's rounding wherever the result is positive.
 inline float down_sub(float l, double drift) {
   const double dl = static_cast<double>(l);
-  const float f = static_cast<float>(dl - drift - dl * 0x1p-50);
-  std::uint32_t b = 0;
-  std::memcpy(&b, &f, sizeof b);
-  b = f > 0 ? b - 1 : 0;
-  float r = 0;
-  std::memcpy(&r, &b, sizeof r);
+  const float r = down(dl - drift - dl * 0x1p-50);
   return l == std::numeric_limits<float>::infinity() ? l : r;
 }
 
