@@ -10,6 +10,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace flashkm::detail::bounds {
 
@@ -53,6 +56,65 @@ inline float down_sub(float l, double drift) {
   const float r = down(dl - drift - dl * 0x1p-50);
   return l == std::numeric_limits<float>::infinity() ? l : r;
 }
+
+/// A row's G lower bounds after the groups moved by at most gdf[g] (each a drift rounded up
+/// to float): lb[g] becomes the float step towards zero from fl(lb[g] - gdf[g]), 0 where that
+/// is not positive, and +inf stays +inf. Round-to-nearest puts fl(e) within half a step of e, so
+/// the float below it is at most e: the bound stays rigorous in float arithmetic alone, and the
+/// loop runs four bounds at a time. Returns the smallest new bound. (Scalar and vector lanes
+/// compute the same bits.)
+inline float lower_step(float* lb, const float* gdf, std::size_t G) {
+  float lmin = std::numeric_limits<float>::infinity();
+  std::size_t g = 0;
+#if defined(__SSE2__)
+  const __m128 zero = _mm_setzero_ps(), inf = _mm_set1_ps(std::numeric_limits<float>::infinity());
+  const __m128i one = _mm_set1_epi32(1);
+  __m128 vmin = inf;
+  for (; g + 4 <= G; g += 4) {
+    const __m128 l = _mm_loadu_ps(lb + g);
+    const __m128 r = _mm_sub_ps(l, _mm_loadu_ps(gdf + g));
+    const __m128 below = _mm_and_ps(_mm_cmpgt_ps(r, zero), _mm_castsi128_ps(_mm_sub_epi32(_mm_castps_si128(r), one)));
+    const __m128 keep = _mm_cmpeq_ps(l, inf);
+    const __m128 out = _mm_or_ps(_mm_and_ps(keep, l), _mm_andnot_ps(keep, below));
+    _mm_storeu_ps(lb + g, out);
+    vmin = _mm_min_ps(vmin, out);  // no NaN: bounds are >= +0 or +inf
+  }
+  alignas(16) float m[4];
+  _mm_store_ps(m, vmin);
+  lmin = std::min(std::min(m[0], m[1]), std::min(m[2], m[3]));
+#endif
+  for (; g < G; ++g) {
+    const float l = lb[g];
+    const float r = l - gdf[g];
+    std::uint32_t b = 0;
+    std::memcpy(&b, &r, sizeof b);
+    b = r > 0 ? b - 1 : 0;
+    float out = 0;
+    std::memcpy(&out, &b, sizeof out);
+    out = l == std::numeric_limits<float>::infinity() ? l : out;
+    lb[g] = out;
+    lmin = std::min(lmin, out);
+  }
+  return lmin;
+}
+
+/// Bit g set where !(lb[g] > t), for G <= 64 bounds: the groups a row's bounds do not exclude.
+inline std::uint64_t not_above(const float* lb, std::size_t G, float t) {
+  std::uint64_t need = 0;
+  std::size_t g = 0;
+#if defined(__SSE2__)
+  const __m128 vt = _mm_set1_ps(t);
+  for (; g + 4 <= G; g += 4) {
+    need |= static_cast<std::uint64_t>(_mm_movemask_ps(_mm_cmpngt_ps(_mm_loadu_ps(lb + g), vt))) << g;
+  }
+#endif
+  for (; g < G; ++g) need |= static_cast<std::uint64_t>(!(lb[g] > t)) << g;
+  return need;
+}
+
+/// A float t such that a bound l > t proves l^2 > thr (thr computed in double): sqrt(thr) with
+/// 2^-40 to spare, rounded up. (thr <= 0: every positive bound proves it.)
+inline float root_up(double thr) { return thr > 0 ? up(std::sqrt(thr) * (1 + 0x1p-40)) : 0.0f; }
 
 /// gamma_n = n u / (1 - n u), u the unit roundoff of T: the relative error bound of a sum of n
 /// rounded terms (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).

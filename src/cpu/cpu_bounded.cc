@@ -84,7 +84,7 @@ void CpuEngine<T>::prepare_scratch() {
     s.best_g.resize(bb);
     s.bx.resize(bp * dim_);
     s.bnorm.resize(bp);
-    s.xp.resize(P * dim_);
+    s.xr.resize(P);
     s.min1.resize(P);
     s.min2.resize(P);
     s.idx1.resize(P);
@@ -171,6 +171,8 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
       const std::size_t g = pos_of_[c] / group_size_;
       gdrift_[g] = std::max(gdrift_[g], drift_[c]);
     }
+    gdrift_up_.resize(groups_);
+    for (std::size_t g = 0; g < groups_; ++g) gdrift_up_[g] = bounds::up(gdrift_[g]);
   }
   prepare_scratch();
   iter_bounded_ = true;
@@ -249,20 +251,7 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     const std::int32_t a = lab[r];
     const float U = bounds::up_add(ub_[gr], drift_[static_cast<std::size_t>(a)]);
     ub_[gr] = U;
-    float* lb = lb_.data() + gr * G;
-    const double* gd = gdrift_.data();
-    // Bounds are >= +0 (or +inf), so their bits order as the floats do: an integer minimum
-    // (the loop vectorises; a float one would not without fast-math).
-    std::uint32_t lmin_bits = 0x7F800000u;
-    for (std::size_t g = 0; g < G; ++g) {
-      const float l = bounds::down_sub(lb[g], gd[g]);
-      lb[g] = l;
-      std::uint32_t b = 0;
-      std::memcpy(&b, &l, sizeof b);
-      lmin_bits = std::min(lmin_bits, b);
-    }
-    float lmin = 0;
-    std::memcpy(&lmin, &lmin_bits, sizeof lmin);
+    const float lmin = bounds::lower_step(lb_.data() + gr * G, gdrift_up_.data(), G);
     const double u = U, l = lmin;
     // The row's norm is at most U + cmax (triangle inequality through its centroid).
     if (u * u + 2 * sl.eps(u + sl.cmax) + sl.dn < l * l * bounds::kTestMargin) {
@@ -293,10 +282,8 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     const std::size_t c0 = g * gs, c1 = std::min(k, c0 + gs);
     for (std::size_t t0 = l0; t0 < l1; t0 += P) {
       const std::size_t m = std::min(P, l1 - t0);
-      for (std::size_t q = 0; q < m; ++q) {
-        std::copy_n(s.bx.data() + static_cast<std::size_t>(s.list[t0 + q]) * dim, dim, s.xp.data() + q * dim);
-      }
-      panel_->group_min(s.xp.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(),
+      for (std::size_t q = 0; q < P; ++q) s.xr[q] = s.bx.data() + static_cast<std::size_t>(s.list[t0 + (q < m ? q : 0)]) * dim;
+      panel_->group_min(s.xr.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(),
                         s.min2.data());
       counts.distances += m * (c1 - c0);
       for (std::size_t q = 0; q < m; ++q) {
@@ -343,12 +330,7 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     for (std::size_t i = 0; i < ns; ++i) {
       const float* lb = lb_.data() + (ch.first + s.rows[i]) * G;
       const double thr = static_cast<double>(s.best_s[i]) + static_cast<double>(s.bnorm[i]) + 2 * s.eps[i] + sl.nmax;
-      std::uint64_t need = 0;
-      for (std::size_t g = 0; g < G; ++g) {
-        const double l = lb[g];
-        need |= static_cast<std::uint64_t>(!(l * l * bounds::kTestMargin > thr)) << g;
-      }
-      s.need[i] = need & ~(std::uint64_t{1} << s.own[i]);
+      s.need[i] = bounds::not_above(lb, G, bounds::root_up(thr)) & ~(std::uint64_t{1} << s.own[i]);
     }
     bucket([&](std::size_t i) { return s.need[i]; });
   } else {

@@ -160,7 +160,8 @@ class CpuEngine final : public Engine<T> {
     std::vector<std::uint64_t> need;  // per survivor: the other groups it scores (bit g)
     std::vector<std::uint32_t> best_g;
     std::vector<T> bx, bnorm;         // the survivors packed (centred, row-major) and their norms
-    std::vector<T> xp, min1, min2, best_s, best_m2;
+    std::vector<const T*> xr;          // a sliver's packed rows, by pointer, for group_min
+    std::vector<T> min1, min2, best_s, best_m2;
     std::vector<std::int32_t> idx1, best_j;
     std::vector<double> eps;
   };
@@ -233,6 +234,7 @@ class CpuEngine final : public Engine<T> {
   AlignedBuffer<T> bpacked_;           // the centroids packed in order_
   std::vector<T> ids_;                 // centroid index of each packed position, as T
   std::vector<double> drift_, gdrift_;
+  std::vector<float> gdrift_up_;  // gdrift_ rounded up to float, for bounds::lower_step
   double rmax_ = -1;  // largest norm of a row about the shift (-1: not taken yet)
   bounds::Slack slack_;
   BoundCounts counts_;

@@ -49,15 +49,16 @@ struct PanelKernels {
   void (*sqdist_rows)(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
                       std::size_t r1, T* out, std::size_t ldo);
 
-  /// Bounded assignment's scoring of one centroid group: for a sliver packed by
-  /// KernelTable::pack_rows (center_pad rows, the first m in use) and the packed positions
+  /// Bounded assignment's scoring of one centroid group: for center_pad rows packed by
+  /// KernelTable::pack_rows, held by pointer (xr[i], the first m in use; the others may point
+  /// at any packed row, their results unused), and the packed positions
   /// [c0, c1) (c0 a multiple of nr; c1 a multiple of nr or k), per row i: min1[i] = the smallest
   /// score ||c||^2 - 2 x.c over them, bitwise as assign_rows computes that pair's score;
   /// idx1[i] = the lowest centroid index holding it, where ids[p] is the index of the centroid
   /// packed at position p, as T (the packing may be in any order; padding positions hold
   /// +inf); min2[i] = the smallest score of the others (+inf if none). Only the sliver and the
   /// group's panels are touched: nothing rows x K is written.
-  void (*group_min)(const T* xp, std::size_t dim, const T* packed, const T* ids, std::size_t k,
+  void (*group_min)(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k,
                     std::size_t c0, std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2);
 };
 

@@ -163,6 +163,35 @@ HWY_INLINE void DotTile(const T* HWY_RESTRICT xp, std::size_t dim, const T* HWY_
   }
 }
 
+// DotTile over kMR packed rows held by pointer (the bounded assignment scores a group's
+// survivors where they were packed, without copying them into a sliver): the same
+// multiply-adds in the same order, so the same bits as DotTile on those rows.
+template <std::size_t NV, class T, class V>
+HWY_INLINE void DotTileRows(const T* const* HWY_RESTRICT xr, std::size_t dim, const T* HWY_RESTRICT panel,
+                            V (&acc)[kMR][NV]) {
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t nr = NV * L;
+  const T* x[kMR];
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < kMR; ++i) {
+    x[i] = xr[i];
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::Zero(d);
+  }
+  for (std::size_t j = 0; j < dim; ++j) {
+    V c[NV];
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) c[v] = hn::Load(d, panel + j * nr + v * L);
+#pragma GCC unroll 16
+    for (std::size_t i = 0; i < kMR; ++i) {
+      const V xb = hn::Set(d, x[i][j]);
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::MulAdd(xb, c[v], acc[i][v]);
+    }
+  }
+}
+
 // Rows per packed block: a multiple of kMR whose packed copy fits kBlockBytes.
 template <class T>
 std::size_t BlockRows(std::size_t dim) {
@@ -285,12 +314,12 @@ void SqDistRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::si
 }
 
 // One centroid group of the bounded assignment (kernel_table.hpp, group_min): the panels of
-// [c0, c1) against one packed sliver, with AssignRows' DotTile and score arithmetic, so that
+// [c0, c1) against kMR packed rows (by pointer), with AssignRows' DotTile and score arithmetic, so that
 // every pair's score is bitwise the one AssignRows computes. Per row and lane it keeps the
 // smallest score, its index (ids: each packed position's centroid index, as T) and the second
 // smallest; the lanes are merged at the end.
 template <class T, std::size_t NV>
-void GroupMin(const T* xp, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
+void GroupMin(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
               std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
   using V = hn::Vec<Tag<T>>;
   const Tag<T> d;
@@ -313,7 +342,7 @@ void GroupMin(const T* xp, std::size_t dim, const T* packed, const T* ids, std::
     const T* panel = packed + p * nr * dim;
     const T* pn = norms + p * nr;
     V acc[kMR][NV];
-    DotTile<NV>(xp, dim, panel, acc);
+    DotTileRows<NV>(xr, dim, panel, acc);
 #pragma GCC unroll 16
     for (std::size_t i = 0; i < kMR; ++i) {
       V a1 = hn::Load(d, m1s + i * L), b1 = hn::Load(d, i1s + i * L), a2 = hn::Load(d, m2s + i * L);

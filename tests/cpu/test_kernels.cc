@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "cpu/bounds.hpp"
 #include "cpu/kernel_table.hpp"
@@ -296,6 +297,73 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
 
 // Rows and candidates whose values the filter's float arithmetic does not cover (largest |y_j|
 // below 2^-50 or above 2^40) keep every pair; the other rows of their block still filter.
+// The bounded assignment's float bound steps: every lowered bound is at most the exact
+// difference (a double holds the difference of two floats exactly), never negative, +inf kept;
+// the vector lanes give the scalar tail's bits (each G from 1 to 64, so every split); and
+// not_above / root_up exclude a group only where l^2 > thr holds exactly.
+TEST(Bounds, FloatStepsAreRigorous) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> ex(-140, 60);
+  auto draw = [&] { return std::ldexp(mant(rng), ex(rng)); };
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::size_t G = 1 + static_cast<std::size_t>(trial % 64);
+    std::vector<float> lb(G), gd(G);
+    for (std::size_t g = 0; g < G; ++g) {
+      lb[g] = trial % 7 == 0 && g % 5 == 1 ? std::numeric_limits<float>::infinity() : draw();
+      // Drifts near the bound too (cancellation), and zero.
+      gd[g] = g % 3 == 0 ? lb[g] * mant(rng) * 0.5f : (g % 3 == 1 ? 0.0f : draw());
+      if (std::isinf(gd[g])) gd[g] = 1.0f;
+    }
+    std::vector<float> got = lb;
+    const float lmin = detail::bounds::lower_step(got.data(), gd.data(), G);
+    float want_min = std::numeric_limits<float>::infinity();
+    for (std::size_t g = 0; g < G; ++g) {
+      // One element at a time: the scalar path (a tail of length 1).
+      float one = lb[g];
+      EXPECT_EQ(detail::bounds::lower_step(&one, &gd[g], 1), one);
+      EXPECT_EQ(std::memcmp(&one, &got[g], 4), 0) << "G " << G << " g " << g;
+      if (std::isinf(lb[g])) {
+        EXPECT_TRUE(std::isinf(got[g]));
+      } else {
+        EXPECT_GE(got[g], 0.0f);
+        // At most the exact difference (0, the weakest bound, where that is not positive).
+        EXPECT_LE(static_cast<double>(got[g]), std::max(0.0, static_cast<double>(lb[g]) - static_cast<double>(gd[g])))
+            << lb[g] << " - " << gd[g];
+        // Not needlessly weak: within two float steps of the exact difference (or 0).
+        const double e = static_cast<double>(lb[g]) - static_cast<double>(gd[g]);
+        if (e > 0x1p-120) {
+          EXPECT_GE(static_cast<double>(got[g]), e * (1 - 0x1p-22)) << lb[g] << " - " << gd[g];
+        }
+      }
+      want_min = std::min(want_min, got[g]);
+    }
+    EXPECT_EQ(lmin, want_min);
+    // not_above against the exact test, for thresholds around each bound's square.
+    for (std::size_t g = 0; g < G; ++g) {
+      if (std::isinf(got[g])) continue;
+      const double l = got[g];
+      for (const double f : {0.5, 1 - 0x1p-30, 1.0, 1 + 0x1p-30, 2.0}) {
+        const double thr = l * l * f;
+        const float t = detail::bounds::root_up(thr);
+        const std::uint64_t need = detail::bounds::not_above(got.data(), G, t);
+        for (std::size_t h = 0; h < G; ++h) {
+          const bool excluded = !((need >> h) & 1);
+          EXPECT_EQ(excluded, got[h] > t);
+          // Exclusion is a proof: l^2 > thr in exact arithmetic (long double has the room:
+          // both sides are within its range and the products of floats are exact in it up to
+          // 2^-64 relative, far inside the 2^-40 root_up keeps).
+          if (excluded && !std::isinf(got[h])) {
+            EXPECT_GT(static_cast<long double>(got[h]) * got[h], static_cast<long double>(thr));
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(detail::bounds::root_up(0.0), 0.0f);
+  EXPECT_EQ(detail::bounds::root_up(-1.0), 0.0f);
+}
+
 TEST(SketchFilter, OutOfRangeRowsKeepEveryPair) {
   const std::size_t d = 20, n = 16;
   std::mt19937_64 rng(3);

@@ -98,14 +98,14 @@ void ref_pack_rows(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_
 }
 
 template <class T>
-void ref_group_min(const T* xp, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
+void ref_group_min(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
                    std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
   const T* norms = packed + k * dim;
   for (std::size_t i = 0; i < m; ++i) {
     T a1 = std::numeric_limits<T>::infinity(), a2 = a1;
     std::int32_t b1 = static_cast<std::int32_t>(ids[c0]);
     for (std::size_t c = c0; c < c1; ++c) {
-      const T s = std::fma(T(-2), ref_dot(xp + i * dim, packed + c * dim, dim), norms[c]);
+      const T s = std::fma(T(-2), ref_dot(xr[i], packed + c * dim, dim), norms[c]);
       const auto id = static_cast<std::int32_t>(ids[c]);
       if (s < a1 || (s == a1 && id < b1)) {
         a2 = a1;
