@@ -84,10 +84,10 @@ void CpuEngine<T>::prepare_scratch() {
     s.best_g.resize(bb);
     s.bx.resize(bp * dim_);
     s.bnorm.resize(bp);
-    s.xr.resize(P);
-    s.min1.resize(P);
-    s.min2.resize(P);
-    s.idx1.resize(P);
+    s.xr.resize(bp);
+    s.min1.resize(bp);
+    s.min2.resize(bp);
+    s.idx1.resize(bp);
     s.best_s.resize(bb);
     s.best_m2.resize(bb);
     s.best_j.resize(bb);
@@ -280,25 +280,23 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
   // from the group's smallest score (the best's group gets its runner-up's at the end).
   auto score = [&](std::size_t g, std::size_t l0, std::size_t l1) {
     const std::size_t c0 = g * gs, c1 = std::min(k, c0 + gs);
-    for (std::size_t t0 = l0; t0 < l1; t0 += P) {
-      const std::size_t m = std::min(P, l1 - t0);
-      for (std::size_t q = 0; q < P; ++q) s.xr[q] = s.bx.data() + static_cast<std::size_t>(s.list[t0 + (q < m ? q : 0)]) * dim;
-      panel_->group_min(s.xr.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(),
-                        s.min2.data());
-      counts.distances += m * (c1 - c0);
-      for (std::size_t q = 0; q < m; ++q) {
-        const std::size_t i = s.list[t0 + q];
-        const T v = s.min1[q];
-        const std::int32_t j = s.idx1[q];
-        const double x = s.bnorm[i];
-        lb_[(ch.first + s.rows[i]) * G + g] =
-            bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - s.eps[i] + sl.nmin)));
-        if (v < s.best_s[i] || (v == s.best_s[i] && j < s.best_j[i])) {
-          s.best_s[i] = v;
-          s.best_j[i] = j;
-          s.best_m2[i] = s.min2[q];
-          s.best_g[i] = static_cast<std::uint32_t>(g);
-        }
+    const std::size_t m = l1 - l0, mpad = (m + P - 1) / P * P;
+    for (std::size_t q = 0; q < mpad; ++q) s.xr[q] = s.bx.data() + static_cast<std::size_t>(s.list[l0 + (q < m ? q : 0)]) * dim;
+    panel_->group_min(s.xr.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(),
+                      s.min2.data());
+    counts.distances += m * (c1 - c0);
+    for (std::size_t q = 0; q < m; ++q) {
+      const std::size_t i = s.list[l0 + q];
+      const T v = s.min1[q];
+      const std::int32_t j = s.idx1[q];
+      const double x = s.bnorm[i];
+      lb_[(ch.first + s.rows[i]) * G + g] =
+          bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - s.eps[i] + sl.nmin)));
+      if (v < s.best_s[i] || (v == s.best_s[i] && j < s.best_j[i])) {
+        s.best_s[i] = v;
+        s.best_j[i] = j;
+        s.best_m2[i] = s.min2[q];
+        s.best_g[i] = static_cast<std::uint32_t>(g);
       }
     }
   };

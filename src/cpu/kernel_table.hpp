@@ -49,9 +49,9 @@ struct PanelKernels {
   void (*sqdist_rows)(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
                       std::size_t r1, T* out, std::size_t ldo);
 
-  /// Bounded assignment's scoring of one centroid group: for center_pad rows packed by
-  /// KernelTable::pack_rows, held by pointer (xr[i], the first m in use; the others may point
-  /// at any packed row, their results unused), and the packed positions
+  /// Bounded assignment's scoring of one centroid group: for m rows packed by
+  /// KernelTable::pack_rows, held by pointer (xr[i]; xr holds m rounded up to center_pad
+  /// pointers, the extra pointing at any packed row, their results unused), and the packed positions
   /// [c0, c1) (c0 a multiple of nr; c1 a multiple of nr or k), per row i: min1[i] = the smallest
   /// score ||c||^2 - 2 x.c over them, bitwise as assign_rows computes that pair's score;
   /// idx1[i] = the lowest centroid index holding it, where ids[p] is the index of the centroid

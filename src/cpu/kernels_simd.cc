@@ -314,13 +314,13 @@ void SqDistRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::si
 }
 
 // One centroid group of the bounded assignment (kernel_table.hpp, group_min): the panels of
-// [c0, c1) against kMR packed rows (by pointer), with AssignRows' DotTile and score arithmetic, so that
+// [c0, c1) against a sliver of kMR packed rows (by pointer; m in use), with AssignRows' DotTile and score arithmetic, so that
 // every pair's score is bitwise the one AssignRows computes. Per row and lane it keeps the
 // smallest score, its index (ids: each packed position's centroid index, as T) and the second
 // smallest; the lanes are merged at the end.
 template <class T, std::size_t NV>
-void GroupMin(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
-              std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
+HWY_INLINE void GroupMinSliver(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k,
+                               std::size_t c0, std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
   using V = hn::Vec<Tag<T>>;
   const Tag<T> d;
   const std::size_t L = hn::Lanes(d);
@@ -372,6 +372,16 @@ void GroupMin(const T* const* xr, std::size_t dim, const T* packed, const T* ids
     const T bi = hn::GetLane(best_idx);
     idx1[i] = bi < static_cast<T>(k) ? static_cast<std::int32_t>(bi) : static_cast<std::int32_t>(ids[c0]);
     min2[i] = hn::GetLane(hn::MinOfLanes(d, rest));
+  }
+}
+
+// group_min over any number of rows: kMR at a time (xr holds m pointers rounded up to kMR).
+template <class T, std::size_t NV>
+void GroupMin(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
+              std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
+  for (std::size_t s0 = 0; s0 < m; s0 += kMR) {
+    GroupMinSliver<T, NV>(xr + s0, dim, packed, ids, k, c0, c1, std::min(kMR, m - s0), min1 + s0, idx1 + s0,
+                          min2 + s0);
   }
 }
 
