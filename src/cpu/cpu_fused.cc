@@ -20,7 +20,7 @@ bool CpuEngine<T>::fused_fits(std::size_t k) const {
 // FlashAssign and a tile-local Sort-Inverse Update in one pass over a chunk: each tile of rows
 // is assigned, its labels counting-sorted into runs (the tile's inverse mapping) and the runs
 // reduced from cache into the tile's partial sums; partials are added in tile order. Tiles go
-// in waves so that only a few tiles' partials exist at a time. Tiles' inertias are added to
+// in waves (one parallel region each) so that at most ~4 MiB of tiles' partials exist at a time. Tiles' inertias are added to
 // *inertia one by one in tile order, as if all chunks were one.
 template <class T>
 void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::int32_t* labels, T* dist,
@@ -29,7 +29,13 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
   const std::size_t dim = dim_;
   const std::size_t tr = fused_tile_rows(row_bytes_);
   const std::size_t ntiles = (n + tr - 1) / tr;
-  const std::size_t wave = 2 * static_cast<std::size_t>(threads_);
+  // A wave is one parallel region: as many tiles as 4 MiB of partials hold, at least two per
+  // thread (a wave per two tiles per thread made ~70 regions per iteration at Fashion-MNIST
+  // K = 10, whose thread wake-ups cost ~10% of a pruned fit). The sums are added in tile order
+  // whatever the wave, so the bits do not depend on it.
+  const std::size_t per_tile = std::max<std::size_t>(1, k * dim * sizeof(double));
+  const std::size_t wave = std::min(std::max<std::size_t>(2 * static_cast<std::size_t>(threads_), (std::size_t{4} << 20) / per_tile),
+                                    std::max<std::size_t>(ntiles, 1));
   std::int32_t* lab = labels + ch.first;
   T* dst = dist + ch.first;
   const double* wts = weights_ ? weights_ + ch.first : nullptr;
