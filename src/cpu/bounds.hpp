@@ -114,7 +114,11 @@ inline std::uint64_t not_above(const float* lb, std::size_t G, float t) {
 
 /// A float t such that a bound l > t proves l^2 > thr (thr computed in double): sqrt(thr) with
 /// 2^-40 to spare, rounded up. (thr <= 0: every positive bound proves it.)
-inline float root_up(double thr) { return thr > 0 ? up(std::sqrt(thr) * (1 + 0x1p-40)) : 0.0f; }
+inline float root_up(double thr) {
+  if (thr > 0) return up(std::sqrt(thr) * (1 + 0x1p-40));
+  // thr <= 0 excludes every group whose bound is positive; a NaN threshold excludes none.
+  return thr <= 0 ? 0.0f : std::numeric_limits<float>::infinity();
+}
 
 /// gamma_n = n u / (1 - n u), u the unit roundoff of T: the relative error bound of a sum of n
 /// rounded terms (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).

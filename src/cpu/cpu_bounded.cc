@@ -19,6 +19,7 @@ namespace flashkm::detail {
 template <class T>
 bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   prune_ = false;
+  inc_valid_ = false;  // a run starts with a full update
   bounds_valid_ = false;
   dist_stale_ = false;
   iter_bounded_ = false;

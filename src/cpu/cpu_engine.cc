@@ -71,6 +71,7 @@ const double* CpuEngine<T>::mean() const { return mean_.data(); }
 template <class T>
 void CpuEngine<T>::set_mean(const double* mean) {
   rmax_ = -1;  // the rows' norms are taken about the shift
+  inc_valid_ = false;  // the incremental update's sums are centred on the shift
   for (std::size_t j = 0; j < dim_; ++j) {
     mean_[j] = mean[j];
     shift_t_[j] = static_cast<T>(mean_[j]);
@@ -140,7 +141,10 @@ double CpuEngine<T>::total_weight() {
 }
 
 template <class T>
-void CpuEngine<T>::set_weights(const double* weights) { weights_ = weights; }
+void CpuEngine<T>::set_weights(const double* weights) {
+  weights_ = weights;
+  inc_valid_ = false;  // the incremental update's sums were weighted by the old weights
+}
 
 template <class T>
 std::vector<double> CpuEngine<T>::normalising_weights(const double* weights) {

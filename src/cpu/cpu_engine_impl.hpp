@@ -180,18 +180,28 @@ class CpuEngine final : public Engine<T> {
 
   // ---- The fused step (cpu_fused.cc) ----
   bool fused_fits(std::size_t k) const;
-  void assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::int32_t* labels, T* dist,
-                           double* sums, double* wsums, double* inertia, std::size_t* changed);
+  // accumulate = false: assignment only (the incremental update follows).
+  void assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::int32_t* labels, T* dist, double* sums,
+                           double* wsums, double* qsums, double* inertia, std::size_t* changed, bool accumulate);
 
   // ---- Sort-Inverse Update and float64 statistics (cpu_update.cc) ----
   void begin_sums(const double* centroids, std::size_t k, double* sums, double* wsums);
   void end_sums(std::size_t k, double* sums, const double* wsums) const;
   std::size_t group_rows() const;
   void update_group(const Chunk<T>& ch, std::size_t r0, std::size_t r1, const std::int32_t* labels,
-                    std::size_t k, double* sums, double* wsums, double* inertia);
+                    std::size_t k, double* sums, double* wsums, double* qsums, double* inertia);
   void sort_by_label(const std::int32_t* labels, std::size_t n, std::size_t k, std::uint32_t* perm,
                      std::uint64_t* offsets);
   void compute_mean();
+
+  // ---- Incremental update (cpu_update.cc; docs/KERNELS.md, "Incremental update") ----
+  // Full updates every this many steps at most, so that rounding cannot pile up.
+  static constexpr int kIncRefresh = 32;
+  bool incremental_next(std::size_t k) const;
+  void inc_refresh(const double* centroids, std::size_t k, const double* sums, const double* wsums,
+                   const double* qsums, const std::int32_t* labels);
+  std::size_t inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k);
+  double inc_result(const double* centroids, std::size_t k, double* sums, double* wsums) const;
 
   int amx_mode_;  // 16-bit rows on AMX tiles / AVX-512-BF16 (1 bfloat16, 2 float16), else 0
   Rows<T> data_;
@@ -277,6 +287,22 @@ class CpuEngine final : public Engine<T> {
   std::vector<double> abs_centroids_;
   std::vector<double> part_sum_;
   std::vector<double> part_w_;
+  std::vector<double> part_q_;
+  std::vector<double> qsums_;  // per cluster: sum of w ||x - c||^2 of the last full update
+
+  // Incremental update: per cluster, over the rows inc_labels_ puts in it, the weight W, the
+  // sum S of w (x - shift), the reference point r (the centroid of the last full update),
+  // U = sum of w (x - shift - r) and Q = sum of w ||x - shift - r||^2, and the number of members
+  // with positive weight (at 0 the cluster's sums are exactly 0). Valid while inc_valid_; a step
+  // applies the rows whose labels moved (each cluster's in row order), so it reads those rows only.
+  bool inc_valid_ = false;
+  std::size_t inc_k_ = 0;
+  int inc_steps_ = 0;               // incremental steps since the last full update
+  std::size_t inc_last_moved_ = 0;  // labels changed by the last assign_update
+  std::vector<std::int32_t> inc_labels_;
+  std::vector<double> inc_s_, inc_u_, inc_r_, inc_q_, inc_w_;  // S, U, Q, W: values, then their errors
+  std::vector<std::uint64_t> inc_n_;
+  std::vector<std::uint32_t> ev_row_, ev_off_;  // this chunk's moves, by cluster (bit 31: removal)
 };
 
 }  // namespace flashkm::detail

@@ -20,11 +20,12 @@ bool CpuEngine<T>::fused_fits(std::size_t k) const {
 // FlashAssign and a tile-local Sort-Inverse Update in one pass over a chunk: each tile of rows
 // is assigned, its labels counting-sorted into runs (the tile's inverse mapping) and the runs
 // reduced from cache into the tile's partial sums; partials are added in tile order. Tiles go
-// in waves (one parallel region each) so that at most ~4 MiB of tiles' partials exist at a time. Tiles' inertias are added to
-// *inertia one by one in tile order, as if all chunks were one.
+// in waves (one parallel region each) holding max(4 MiB, two tiles per thread) of partials.
+// Tiles' inertias are added to *inertia one by one in tile order, as if all chunks were one.
 template <class T>
 void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::int32_t* labels, T* dist,
-                                       double* sums, double* wsums, double* inertia, std::size_t* changed) {
+                                       double* sums, double* wsums, double* qsums, double* inertia,
+                                       std::size_t* changed, bool accumulate) {
   const std::size_t n = ch.x.rows;
   const std::size_t dim = dim_;
   const std::size_t tr = fused_tile_rows(row_bytes_);
@@ -41,6 +42,7 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
   const double* wts = weights_ ? weights_ + ch.first : nullptr;
   part_sum_.assign(wave * k * dim, 0.0);
   part_w_.assign(wave * k, 0.0);
+  part_q_.assign(wave * k, 0.0);
   std::vector<double> tile_inertia(wave);
   std::vector<std::size_t> tile_changed(wave);
   for (std::size_t t0 = 0; t0 < ntiles; t0 += wave) {
@@ -58,6 +60,7 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
         const std::size_t r1 = std::min(n, r0 + tr);
         tile_changed[w] = iter_bounded_ ? bounded_rows(ch, r0, r1, lab, dst, bs, bc)
                                         : assign_rows(ch.pts, r0, r1, lab, dst);
+        if (!accumulate) continue;
         std::fill(off.begin(), off.end(), 0u);
         for (std::size_t i = r0; i < r1; ++i) ++off[static_cast<std::size_t>(lab[i]) + 1];
         for (std::size_t c = 0; c < k; ++c) off[c + 1] += off[c];
@@ -66,27 +69,35 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
         for (std::size_t i = r0; i < r1; ++i) perm[next[lab[i]]++] = static_cast<std::uint32_t>(i - r0);
         double* ps = part_sum_.data() + w * k * dim;
         double* pw = part_w_.data() + w * k;
+        double* pq = part_q_.data() + w * k;
         std::fill(ps, ps + k * dim, 0.0);
         std::fill(pw, pw + k, 0.0);
-        std::fill(sq.begin(), sq.end(), 0.0);
+        std::fill(pq, pq + k, 0.0);
         const std::size_t len = r1 - r0;
         const PointsRef<T> tile{ch.x.row(r0), ch.x.stride, dim, shift_t_.data()};
+        double acc = 0;
         for (std::size_t c = 0; c < k; ++c) {
           if (off[c + 1] == off[c]) continue;
+          std::fill(sq.begin(), sq.end(), 0.0);
           table_->accumulate_run(tile, perm.data() + off[c], off[c + 1] - off[c], len - off[c],
                                  wts ? wts + r0 : nullptr, abs_centroids_.data() + c * dim,
                                  ps + c * dim, pw + c, sq.data());
+          double q = 0;
+          for (std::size_t j = 0; j < dim; ++j) q += sq[j];
+          pq[c] = q;
+          acc += q;
         }
-        double acc = 0;
-        for (std::size_t j = 0; j < dim; ++j) acc += sq[j];
         tile_inertia[w] = acc;
       }
+      if (accumulate) {
 #pragma omp for schedule(static)
-      for (std::size_t c = 0; c < k; ++c) {
-        for (std::size_t w = 0; w < nw; ++w) {
-          const double* p = part_sum_.data() + (w * k + c) * dim;
-          for (std::size_t j = 0; j < dim; ++j) sums[c * dim + j] += p[j];
-          wsums[c] += part_w_[w * k + c];
+        for (std::size_t c = 0; c < k; ++c) {
+          for (std::size_t w = 0; w < nw; ++w) {
+            const double* p = part_sum_.data() + (w * k + c) * dim;
+            for (std::size_t j = 0; j < dim; ++j) sums[c * dim + j] += p[j];
+            wsums[c] += part_w_[w * k + c];
+            qsums[c] += part_q_[w * k + c];
+          }
         }
       }
 #pragma omp critical(flashkm_bound_counts)
@@ -96,7 +107,7 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
       }
     }
     for (std::size_t w = 0; w < nw; ++w) {
-      *inertia += tile_inertia[w];
+      if (accumulate) *inertia += tile_inertia[w];
       *changed += tile_changed[w];
     }
   }
@@ -104,9 +115,9 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
 
 template bool CpuEngine<float>::fused_fits(std::size_t) const;
 template void CpuEngine<float>::assign_update_tiled(const Chunk<float>&, std::size_t, std::int32_t*, float*, double*,
-                                                    double*, double*, std::size_t*);
+                                                    double*, double*, double*, std::size_t*, bool);
 template bool CpuEngine<double>::fused_fits(std::size_t) const;
 template void CpuEngine<double>::assign_update_tiled(const Chunk<double>&, std::size_t, std::int32_t*, double*,
-                                                     double*, double*, double*, std::size_t*);
+                                                     double*, double*, double*, double*, std::size_t*, bool);
 
 }  // namespace flashkm::detail

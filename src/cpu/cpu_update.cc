@@ -45,10 +45,11 @@ double CpuEngine<T>::update(const std::int32_t* labels, const double* centroids,
                             double* wsums) {
   begin_sums(centroids, k, sums, wsums);
   double inertia = 0;
+  std::vector<double> qsums(k, 0.0);
   const std::size_t group = group_rows();
   for_each_chunk([&](const Chunk<T>& ch) {
     for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
-      update_group(ch, r0, std::min(ch.x.rows, r0 + group), labels, k, sums, wsums, &inertia);
+      update_group(ch, r0, std::min(ch.x.rows, r0 + group), labels, k, sums, wsums, qsums.data(), &inertia);
     }
   });
   end_sums(k, sums, wsums);
@@ -60,26 +61,40 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::
                                    double* sums, double* wsums, std::size_t* changed) {
   set_centroids(centroids, k);
   prepare_bounds(centroids, k);
+  // Incremental when few labels moved in the last step (decided from labels alone, so the
+  // pruned and unpruned paths decide alike): the update reads only the rows that move.
+  const bool inc = incremental_next(k) && std::equal(inc_labels_.begin(), inc_labels_.end(), labels);
   begin_sums(centroids, k, sums, wsums);
+  qsums_.assign(k, 0.0);
   double inertia = 0;
-  std::size_t total_changed = 0;
+  std::size_t total_changed = 0, moved = 0;
   counts_ = {};
   const bool fused = fused_fits(k);
-  path_ = fused ? "fused" : "grouped";
+  path_ = fused ? (inc ? "fused+incremental" : "fused") : (inc ? "grouped+incremental" : "grouped");
   const std::size_t group = group_rows();
   for_each_chunk([&](const Chunk<T>& ch) {
     if (fused) {
-      assign_update_tiled(ch, k, labels, dist, sums, wsums, &inertia, &total_changed);
-      return;
+      assign_update_tiled(ch, k, labels, dist, sums, wsums, qsums_.data(), &inertia, &total_changed, !inc);
+    } else {
+      // Assign a group of super-blocks, then reduce it while some of it is still in the caches.
+      for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
+        const std::size_t r1 = std::min(ch.x.rows, r0 + group);
+        total_changed +=
+            iter_bounded_ ? bounded_chunk(ch, r0, r1, labels, dist) : assign_chunk(ch, r0, r1, labels, dist);
+        if (!inc) update_group(ch, r0, r1, labels, k, sums, wsums, qsums_.data(), &inertia);
+      }
     }
-    // Assign a group of super-blocks, then reduce it while some of it is still in the caches.
-    for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
-      const std::size_t r1 = std::min(ch.x.rows, r0 + group);
-      total_changed += iter_bounded_ ? bounded_chunk(ch, r0, r1, labels, dist) : assign_chunk(ch, r0, r1, labels, dist);
-      update_group(ch, r0, r1, labels, k, sums, wsums, &inertia);
-    }
+    if (inc) moved += inc_apply(ch, labels, k);
   });
-  end_sums(k, sums, wsums);
+  if (inc) {
+    inertia = inc_result(centroids, k, sums, wsums);
+    ++inc_steps_;
+    inc_last_moved_ = moved;
+  } else {
+    end_sums(k, sums, wsums);
+    inc_refresh(centroids, k, sums, wsums, qsums_.data(), labels);
+    inc_last_moved_ = total_changed;
+  }
   *changed = total_changed;
   if (iter_bounded_) {
     last_distances_ = counts_.distances;
@@ -140,7 +155,7 @@ std::size_t CpuEngine<T>::group_rows() const {
 // order -- the order a single pass over all of X would use, whatever the grouping or chunking.
 template <class T>
 void CpuEngine<T>::update_group(const Chunk<T>& ch, std::size_t r0, std::size_t r1, const std::int32_t* labels,
-                                std::size_t k, double* sums, double* wsums, double* inertia) {
+                                std::size_t k, double* sums, double* wsums, double* qsums, double* inertia) {
   const std::size_t dim = dim_;
   const std::size_t S = granule_;
   const std::size_t B = kUpdateBlock;
@@ -189,6 +204,7 @@ void CpuEngine<T>::update_group(const Chunk<T>& ch, std::size_t r0, std::size_t 
 
   part_sum_.assign(nseg * dim, 0.0);
   part_w_.assign(nseg, 0.0);
+  part_q_.assign(nseg, 0.0);
   block_inertia_.assign(nblocks, 0.0);
 #pragma omp parallel num_threads(threads_)
   {
@@ -200,15 +216,18 @@ void CpuEngine<T>::update_group(const Chunk<T>& ch, std::size_t r0, std::size_t 
       const std::size_t sb_end = std::min(S, r1 - a) + sb * S;  // its end in perm_
       const PointsRef<T> pts{ch.x.row(a), ch.x.stride, dim, shift_t_.data()};
       const double* w = weights_ ? weights_ + ch.first + a : nullptr;
-      std::fill(sq.begin(), sq.end(), 0.0);
+      double acc = 0;
       for (std::size_t s = block_seg_[b]; s < block_seg_[b + 1]; ++s) {
         const std::size_t c = seg_cluster_[s];
+        std::fill(sq.begin(), sq.end(), 0.0);
         table_->accumulate_run(pts, perm_.data() + seg_begin_[s], seg_begin_[s + 1] - seg_begin_[s],
                                sb_end - seg_begin_[s], w, abs_centroids_.data() + c * dim,
                                part_sum_.data() + s * dim, part_w_.data() + s, sq.data());
+        double q = 0;
+        for (std::size_t j = 0; j < dim; ++j) q += sq[j];
+        part_q_[s] = q;
+        acc += q;
       }
-      double acc = 0;
-      for (std::size_t j = 0; j < dim; ++j) acc += sq[j];
       block_inertia_[b] = acc;
     }
 #pragma omp for schedule(dynamic, 16)
@@ -219,6 +238,7 @@ void CpuEngine<T>::update_group(const Chunk<T>& ch, std::size_t r0, std::size_t 
           const double* p = part_sum_.data() + s * dim;
           for (std::size_t j = 0; j < dim; ++j) out[j] += p[j];
           wsums[c] += part_w_[s];
+          qsums[c] += part_q_[s];
         }
       }
     }
@@ -260,6 +280,152 @@ void CpuEngine<T>::sort_by_label(const std::int32_t* labels, std::size_t n, std:
     }
     for (std::size_t i = lo; i < hi; ++i) perm[h[labels[i]]++] = static_cast<std::uint32_t>(i);
   }
+}
+
+// ---- Incremental update (docs/KERNELS.md, "Incremental update") ----
+//
+// A full update leaves, per cluster c, its weight W, the sum S of w (x - shift), and about the
+// centroid r it was assigned to, U = S - W r and Q = sum of w ||x - shift - r||^2 (the update's
+// own squared distances). A later step moves only the rows whose label changed: each cluster
+// takes its removals and additions in row order (chunk after chunk, so in-memory and streamed
+// data give the same bits), and its inertia about the new centroid c is
+// Q + 2 U.(r - c) + W ||r - c||^2 -- small terms once centroids settle, no cancellation of the
+// large ones. Every running sum carries its additions' rounding errors (TwoSum), so hundreds of
+// moves round about as one full update does. Whether a step is incremental depends on the labels alone (few moved last step,
+// fewer than kIncRefresh steps since a full one, and the caller's labels on entry are the
+// engine's last ones), so pruned and unpruned runs, which give the same labels, take the same
+// steps and the same bits.
+namespace {
+// s + e += v with the rounding error of the addition carried in e (Knuth's TwoSum), so that
+// many small moves do not drift the running sums s + e.
+inline void two_sum_into(double& s, double& e, double v) {
+  const double t = s + v;
+  const double b = t - s;
+  e += (s - (t - b)) + (v - b);
+  s = t;
+}
+}  // namespace
+
+template <class T>
+bool CpuEngine<T>::incremental_next(std::size_t k) const {
+  return inc_valid_ && inc_k_ == k && inc_steps_ + 1 < kIncRefresh && inc_last_moved_ * 8 <= n_;
+}
+
+template <class T>
+void CpuEngine<T>::inc_refresh(const double* centroids, std::size_t k, const double* sums, const double* wsums,
+                               const double* qsums, const std::int32_t* labels) {
+  const std::size_t dim = dim_;
+  // Each running sum is kept as a value and the error of its additions (second half, zero now).
+  inc_s_.assign(2 * k * dim, 0.0);
+  std::copy(sums, sums + k * dim, inc_s_.begin());
+  inc_w_.assign(2 * k, 0.0);
+  std::copy(wsums, wsums + k, inc_w_.begin());
+  inc_q_.assign(2 * k, 0.0);
+  std::copy(qsums, qsums + k, inc_q_.begin());
+  inc_r_.assign(centroids, centroids + k * dim);
+  inc_u_.assign(2 * k * dim, 0.0);
+  for (std::size_t c = 0; c < k; ++c) {
+    for (std::size_t j = 0; j < dim; ++j) inc_u_[c * dim + j] = sums[c * dim + j] - wsums[c] * centroids[c * dim + j];
+  }
+  inc_n_.assign(k, 0);
+  inc_labels_.assign(labels, labels + n_);
+  for (std::size_t i = 0; i < n_; ++i) {
+    if (!weights_ || weights_[i] > 0) ++inc_n_[static_cast<std::size_t>(labels[i])];
+  }
+  inc_k_ = k;
+  inc_steps_ = 0;
+  inc_valid_ = true;
+}
+
+// Applies the chunk's moved rows (labels against inc_labels_) to the per-cluster sums; returns
+// how many moved. Events are (row << 1) | removal, counting-sorted by cluster in row order.
+template <class T>
+std::size_t CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k) {
+  const std::size_t n = ch.x.rows;
+  const std::size_t dim = dim_;
+  const std::int32_t* lab = labels + ch.first;
+  std::int32_t* old = inc_labels_.data() + ch.first;
+  ev_off_.assign(k + 1, 0);
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (lab[i] != old[i]) {
+      ++ev_off_[static_cast<std::size_t>(old[i]) + 1];
+      ++ev_off_[static_cast<std::size_t>(lab[i]) + 1];
+      ++moved;
+    }
+  }
+  if (moved == 0) return 0;
+  for (std::size_t c = 0; c < k; ++c) ev_off_[c + 1] += ev_off_[c];
+  ev_row_.resize(2 * moved);
+  std::vector<std::uint64_t> fill(ev_off_.begin(), ev_off_.end() - 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (lab[i] != old[i]) {
+      ev_row_[fill[static_cast<std::size_t>(old[i])]++] = (static_cast<std::uint64_t>(i) << 1) | 1u;
+      ev_row_[fill[static_cast<std::size_t>(lab[i])]++] = static_cast<std::uint64_t>(i) << 1;
+      old[i] = lab[i];
+    }
+  }
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+  for (std::size_t c = 0; c < k; ++c) {
+    if (ev_off_[c] == ev_off_[c + 1]) continue;
+    double* S = inc_s_.data() + c * dim;
+    double* U = inc_u_.data() + c * dim;
+    double* Se = inc_s_.data() + (k + c) * dim;  // the running sums' rounding errors
+    double* Ue = inc_u_.data() + (k + c) * dim;
+    const double* r = inc_r_.data() + c * dim;
+    double q = inc_q_[c], W = inc_w_[c], qe = inc_q_[k + c], We = inc_w_[k + c];
+    std::uint64_t members = inc_n_[c];
+    for (std::uint64_t e = ev_off_[c]; e < ev_off_[c + 1]; ++e) {
+      const std::size_t i = static_cast<std::size_t>(ev_row_[e] >> 1);
+      const bool removal = (ev_row_[e] & 1u) != 0;
+      const T* row = ch.x.row(i);
+      const double w = weights_ ? weights_[ch.first + i] : 1.0;
+      const double sw = removal ? -w : w;
+      double d2 = 0;
+      for (std::size_t j = 0; j < dim; ++j) {
+        const double x = static_cast<double>(row[j]) - shift_[j];
+        const double d = x - r[j];
+        two_sum_into(S[j], Se[j], sw * x);
+        two_sum_into(U[j], Ue[j], sw * d);
+        d2 += d * d;
+      }
+      two_sum_into(q, qe, sw * d2);
+      two_sum_into(W, We, sw);
+      if (w > 0) members = removal ? members - 1 : members + 1;
+      if (members == 0) {  // nothing of positive weight left: exactly the full update's zeros
+        std::fill(S, S + dim, 0.0);
+        std::fill(U, U + dim, 0.0);
+        std::fill(Se, Se + dim, 0.0);
+        std::fill(Ue, Ue + dim, 0.0);
+        q = qe = W = We = 0;
+      }
+    }
+    inc_q_[c] = q;
+    inc_w_[c] = W;
+    inc_q_[k + c] = qe;
+    inc_w_[k + c] = We;
+    inc_n_[c] = members;
+  }
+  return moved;
+}
+
+// The step's sums and weights, and its inertia against the given centroids.
+template <class T>
+double CpuEngine<T>::inc_result(const double* centroids, std::size_t k, double* sums, double* wsums) const {
+  const std::size_t dim = dim_;
+  for (std::size_t i = 0; i < k * dim; ++i) sums[i] = inc_s_[i] + inc_s_[k * dim + i];
+  for (std::size_t c = 0; c < k; ++c) wsums[c] = inc_w_[c] + inc_w_[k + c];
+  double inertia = 0;
+  for (std::size_t c = 0; c < k; ++c) {
+    double dd = 0, ud = 0;
+    for (std::size_t j = 0; j < dim; ++j) {
+      const double d = inc_r_[c * dim + j] - centroids[c * dim + j];
+      dd += d * d;
+      ud += (inc_u_[c * dim + j] + inc_u_[(k + c) * dim + j]) * d;
+    }
+    inertia += std::max(0.0, (inc_q_[c] + inc_q_[k + c]) + 2 * ud + wsums[c] * dd);
+  }
+  return inertia;
 }
 
 template <class T>
@@ -307,10 +473,15 @@ template void CpuEngine<float>::begin_sums(const double*, std::size_t, double*, 
 template void CpuEngine<float>::end_sums(std::size_t, double*, const double*) const;
 template std::size_t CpuEngine<float>::group_rows() const;
 template void CpuEngine<float>::update_group(const Chunk<float>&, std::size_t, std::size_t, const std::int32_t*,
-                                             std::size_t, double*, double*, double*);
+                                             std::size_t, double*, double*, double*, double*);
 template void CpuEngine<float>::sort_by_label(const std::int32_t*, std::size_t, std::size_t, std::uint32_t*,
                                               std::uint64_t*);
 template void CpuEngine<float>::compute_mean();
+template bool CpuEngine<float>::incremental_next(std::size_t) const;
+template void CpuEngine<float>::inc_refresh(const double*, std::size_t, const double*, const double*, const double*,
+                                         const std::int32_t*);
+template std::size_t CpuEngine<float>::inc_apply(const Chunk<float>&, const std::int32_t*, std::size_t);
+template double CpuEngine<float>::inc_result(const double*, std::size_t, double*, double*) const;
 template double CpuEngine<double>::mean_variance();
 template double CpuEngine<double>::update(const std::int32_t*, const double*, std::size_t, double*, double*);
 template double CpuEngine<double>::assign_update(const double*, std::size_t, std::int32_t*, double*, double*, double*,
@@ -319,9 +490,14 @@ template void CpuEngine<double>::begin_sums(const double*, std::size_t, double*,
 template void CpuEngine<double>::end_sums(std::size_t, double*, const double*) const;
 template std::size_t CpuEngine<double>::group_rows() const;
 template void CpuEngine<double>::update_group(const Chunk<double>&, std::size_t, std::size_t, const std::int32_t*,
-                                              std::size_t, double*, double*, double*);
+                                              std::size_t, double*, double*, double*, double*);
 template void CpuEngine<double>::sort_by_label(const std::int32_t*, std::size_t, std::size_t, std::uint32_t*,
                                                std::uint64_t*);
 template void CpuEngine<double>::compute_mean();
+template bool CpuEngine<double>::incremental_next(std::size_t) const;
+template void CpuEngine<double>::inc_refresh(const double*, std::size_t, const double*, const double*, const double*,
+                                         const std::int32_t*);
+template std::size_t CpuEngine<double>::inc_apply(const Chunk<double>&, const std::int32_t*, std::size_t);
+template double CpuEngine<double>::inc_result(const double*, std::size_t, double*, double*) const;
 
 }  // namespace flashkm::detail

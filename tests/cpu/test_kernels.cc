@@ -295,8 +295,6 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
   EXPECT_GE(cleared_at_half, at_half * 99 / 100) << cleared_at_half << " of " << at_half;
 }
 
-// Rows and candidates whose values the filter's float arithmetic does not cover (largest |y_j|
-// below 2^-50 or above 2^40) keep every pair; the other rows of their block still filter.
 // The bounded assignment's float bound steps: every lowered bound is at most the exact
 // difference (a double holds the difference of two floats exactly), never negative, +inf kept;
 // the vector lanes give the scalar tail's bits (each G from 1 to 64, so every split); and
@@ -362,8 +360,11 @@ TEST(Bounds, FloatStepsAreRigorous) {
   }
   EXPECT_EQ(detail::bounds::root_up(0.0), 0.0f);
   EXPECT_EQ(detail::bounds::root_up(-1.0), 0.0f);
+  EXPECT_TRUE(std::isinf(detail::bounds::root_up(std::nan(""))));  // a NaN threshold keeps every group
 }
 
+// Rows and candidates whose values the filter's float arithmetic does not cover (largest |y_j|
+// below 2^-50 or above 2^40) keep every pair; the other rows of their block still filter.
 TEST(SketchFilter, OutOfRangeRowsKeepEveryPair) {
   const std::size_t d = 20, n = 16;
   std::mt19937_64 rng(3);

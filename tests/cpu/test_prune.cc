@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "cpu/cpu_engine.hpp"
 #include "testlib.hpp"
 
 namespace flashkm {
@@ -307,6 +308,112 @@ TEST(Prune, BFloat16Input) {
   const auto on16 = fit(HalfView{H.data(), n, d, d, HalfType::kBFloat16}, o);
   expect_bitwise(off16, on16);
   expect_bitwise(on32, on16);
+}
+
+
+// The incremental update (docs/KERNELS.md, "Incremental update"): once few labels move, a step
+// applies only the moved rows to the sums it kept. Each incremental step's sums, weights and
+// inertia must match a full update of the same labels (to rounding; counts exactly), a cluster
+// that empties must hold exactly zero, and the bits must not depend on the thread count. Runs
+// Lloyd steps through the engine; at step 20 centroid 0 is sent far away (its cluster empties
+// within an incremental step) and at step 21 it comes back. Returns every step's results.
+template <class T>
+std::vector<double> incremental_against_full(std::size_t n, std::size_t d, std::size_t k, double offset,
+                                             bool weighted, int threads, int* incremental_steps) {
+  const auto X = blobs<T>(n, d, k, 5, 6.0, offset);
+  std::vector<double> w;
+  if (weighted) {
+    w.resize(n);
+    std::mt19937_64 rng(9);
+    std::uniform_real_distribution<double> u(0.1, 2.0);
+    for (std::size_t i = 0; i < n; ++i) w[i] = i % 7 == 3 ? 0.0 : u(rng);
+  }
+  auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), w, threads, "");
+  auto full = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), w, threads, "");
+  const double* shift = engine->shift();
+  double xmax = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < d; ++j) xmax = std::max(xmax, std::abs(static_cast<double>(X[i * d + j]) - shift[j]));
+  }
+  std::vector<double> c(k * d);
+  const auto ids = testing::distinct_ids(n, k, 17);
+  for (std::size_t a = 0; a < k; ++a) {
+    for (std::size_t j = 0; j < d; ++j) c[a * d + j] = static_cast<double>(X[ids[a] * d + j]) - shift[j];
+  }
+  engine->begin_run(Prune::kOff, k);
+  std::vector<std::int32_t> labels(n, -1);
+  std::vector<T> dist(n);
+  std::vector<double> sums(k * d), ws(k), rs(k * d), rw(k), trace;
+  std::vector<double> saved(d);
+  *incremental_steps = 0;
+  for (int step = 0; step < 40; ++step) {
+    SCOPED_TRACE(::testing::Message() << "step " << step);
+    std::vector<double> cc = c;
+    if (step == 20) {
+      std::copy(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(d), saved.begin());
+      for (std::size_t j = 0; j < d; ++j) cc[j] = 1e3 * (xmax + 1);
+    }
+    std::size_t changed = 0;
+    const double inertia = engine->assign_update(cc.data(), k, labels.data(), dist.data(), sums.data(), ws.data(), &changed);
+    const std::string path = engine->update_path();
+    const bool inc = path.find("+incremental") != std::string::npos;
+    *incremental_steps += inc;
+    const double ref = full->update(labels.data(), cc.data(), k, rs.data(), rw.data());
+    if (step == 20) {
+      EXPECT_TRUE(inc) << path;
+      EXPECT_EQ(rw[0], 0.0);
+    }
+    EXPECT_NEAR(inertia, ref, 1e-10 * ref + 1e-300);
+    double wtot = 0;
+    for (double v : rw) wtot += v;
+    for (std::size_t a = 0; a < k; ++a) {
+      if (rw[a] == 0) {
+        EXPECT_EQ(ws[a], 0.0) << "cluster " << a;
+        for (std::size_t j = 0; j < d; ++j) EXPECT_EQ(sums[a * d + j], 0.0) << "cluster " << a;
+        continue;
+      }
+      if (weighted) {
+        EXPECT_NEAR(ws[a], rw[a], 1e-12 * wtot) << "cluster " << a;
+      } else {
+        EXPECT_EQ(ws[a], rw[a]) << "cluster " << a;
+      }
+      for (std::size_t j = 0; j < d; ++j) {
+        EXPECT_NEAR(sums[a * d + j], rs[a * d + j], 1e-11 * wtot * (xmax + 1)) << "cluster " << a;
+      }
+    }
+    trace.push_back(inertia);
+    trace.insert(trace.end(), sums.begin(), sums.end());
+    trace.insert(trace.end(), ws.begin(), ws.end());
+    for (std::size_t a = 0; a < k; ++a) {
+      if (ws[a] > 0) {
+        for (std::size_t j = 0; j < d; ++j) c[a * d + j] = sums[a * d + j] / ws[a];
+      } else if (step == 20 && a == 0) {
+        std::copy(saved.begin(), saved.end(), c.begin());
+      }
+    }
+  }
+  return trace;
+}
+
+TYPED_TEST(PruneTest, IncrementalUpdateMatchesFull) {
+  using T = TypeParam;
+  struct Case {
+    std::size_t n, d, k;
+    double offset;
+    bool weighted;
+  };
+  // Fused (small K) and grouped paths, D = 1 and past the vector width, weights with zeros,
+  // data far from the origin.
+  for (const Case& cs : {Case{3001, 5, 7, 0.0, false}, Case{4003, 1, 3, 0.0, true}, Case{2500, 37, 60, 1e4, false},
+                         Case{5000, 12, 200, 0.0, true}, Case{20011, 9, 10, -3e3, true}}) {
+    SCOPED_TRACE(::testing::Message() << cs.n << " x " << cs.d << " x " << cs.k << (cs.weighted ? ", weighted" : ""));
+    int inc1 = 0, inc3 = 0;
+    const auto one = incremental_against_full<T>(cs.n, cs.d, cs.k, cs.offset, cs.weighted, 1, &inc1);
+    const auto three = incremental_against_full<T>(cs.n, cs.d, cs.k, cs.offset, cs.weighted, 3, &inc3);
+    EXPECT_GE(inc1, 10);
+    EXPECT_EQ(inc1, inc3);
+    EXPECT_TRUE(same_bits(one, three)) << "thread count changed the bits";
+  }
 }
 
 }  // namespace
