@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cpu/cpu_engine_impl.hpp"
+#include "cpu/prefetch.hpp"
 #include "flashkm/errors.hpp"
 
 namespace flashkm::detail {
@@ -365,7 +366,10 @@ std::size_t CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labe
       old[i] = lab[i];
     }
   }
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+#pragma omp parallel num_threads(threads_)
+  {
+  std::vector<double> dbuf(dim);
+#pragma omp for schedule(dynamic, 1)
   for (std::size_t c = 0; c < k; ++c) {
     if (ev_off_[c] == ev_off_[c + 1]) continue;
     double* S = inc_s_.data() + c * dim;
@@ -375,20 +379,40 @@ std::size_t CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labe
     const double* r = inc_r_.data() + c * dim;
     double q = inc_q_[c], W = inc_w_[c], qe = inc_q_[k + c], We = inc_w_[k + c];
     std::uint64_t members = inc_n_[c];
+    double* db = dbuf.data();
+    const double* sh = shift_.data();
     for (std::uint64_t e = ev_off_[c]; e < ev_off_[c + 1]; ++e) {
       const std::size_t i = static_cast<std::size_t>(ev_row_[e] >> 1);
       const bool removal = (ev_row_[e] & 1u) != 0;
       const T* row = ch.x.row(i);
+      if (e + 1 < ev_off_[c + 1]) prefetch_lines<0>(ch.x.row(static_cast<std::size_t>(ev_row_[e + 1] >> 1)), dim * sizeof(T));
       const double w = weights_ ? weights_[ch.first + i] : 1.0;
       const double sw = removal ? -w : w;
-      double d2 = 0;
+      // Two loops: the running sums (independent lanes, which the compiler vectorises) and
+      // ||x - r||^2 in four fixed partial sums (its order does not depend on the target).
+#pragma omp simd
       for (std::size_t j = 0; j < dim; ++j) {
-        const double x = static_cast<double>(row[j]) - shift_[j];
+        const double x = static_cast<double>(row[j]) - sh[j];
         const double d = x - r[j];
-        two_sum_into(S[j], Se[j], sw * x);
-        two_sum_into(U[j], Ue[j], sw * d);
-        d2 += d * d;
+        db[j] = d;
+        double t = S[j] + sw * x, b = t - S[j];
+        Se[j] += (S[j] - (t - b)) + (sw * x - b);
+        S[j] = t;
+        t = U[j] + sw * d;
+        b = t - U[j];
+        Ue[j] += (U[j] - (t - b)) + (sw * d - b);
+        U[j] = t;
       }
+      double p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+      std::size_t j = 0;
+      for (; j + 4 <= dim; j += 4) {
+        p0 += db[j] * db[j];
+        p1 += db[j + 1] * db[j + 1];
+        p2 += db[j + 2] * db[j + 2];
+        p3 += db[j + 3] * db[j + 3];
+      }
+      for (; j < dim; ++j) p0 += db[j] * db[j];
+      const double d2 = (p0 + p1) + (p2 + p3);
       two_sum_into(q, qe, sw * d2);
       two_sum_into(W, We, sw);
       if (w > 0) members = removal ? members - 1 : members + 1;
@@ -405,6 +429,7 @@ std::size_t CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labe
     inc_q_[k + c] = qe;
     inc_w_[k + c] = We;
     inc_n_[c] = members;
+  }
   }
   return moved;
 }
