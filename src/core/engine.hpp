@@ -162,8 +162,11 @@ class Engine {
   virtual const char* update_path() const { return ""; }
 
   /// One Lloyd step: assign against `centroids` (as set_centroids + assign), then update (as
-  /// update) from those labels. An engine may fuse the two to stream X once. Returns the
-  /// inertia; *changed receives the number of labels that changed.
+  /// update) from those labels. An engine may fuse the two to stream X once, and may update
+  /// incrementally from its previous step's sums when few labels moved (then the sums and
+  /// inertia equal update's up to rounding; the choice must depend on the labels only, so that
+  /// pruning never changes the bits). Returns the inertia; *changed receives the number of
+  /// labels that changed.
   virtual double assign_update(const double* centroids, std::size_t k, std::int32_t* labels,
                                T* dist, double* sums, double* weights, std::size_t* changed) = 0;
 };
