@@ -13,12 +13,12 @@ namespace flashkm::cli {
 namespace {
 
 // Bytes per row the engine and the command keep besides X: labels (run + best, and the
-// incremental update's copy of the last step's), distances,
+// incremental update's copy of the last step's, with its batch of moves: 2), distances,
 // k-means++'s closest distances and its per-row ones, random init's keys, weights; seeding's
 // owners (4), row norms (8) and recorded lowerings (at most one per two rows: 8) or k-means||'s
 // round buffers (9).
 std::size_t per_row_bytes(std::size_t elem, bool weights) {
-  return 3 * sizeof(std::int32_t) + 3 * elem + 16 + 20 + (weights ? sizeof(double) : 0);
+  return 3 * sizeof(std::int32_t) + 2 + 3 * elem + 16 + 20 + (weights ? sizeof(double) : 0);
 }
 
 // Bytes per row of the pruning bounds (an upper bound and up to 64 group lower bounds, float

@@ -201,6 +201,9 @@ class CpuEngine final : public Engine<T> {
   void inc_refresh(const double* centroids, std::size_t k, const double* sums, const double* wsums,
                    const double* qsums, const std::int32_t* labels);
   std::size_t inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k);
+  void inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k, std::size_t a, std::size_t b,
+                      std::size_t moved);
+  bool inc_degenerate(std::size_t k) const;
   double inc_result(const double* centroids, std::size_t k, double* sums, double* wsums) const;
 
   int amx_mode_;  // 16-bit rows on AMX tiles / AVX-512-BF16 (1 bfloat16, 2 float16), else 0
@@ -302,7 +305,7 @@ class CpuEngine final : public Engine<T> {
   std::vector<std::int32_t> inc_labels_;
   std::vector<double> inc_s_, inc_u_, inc_r_, inc_q_, inc_w_;  // S, U, Q, W: values, then their errors
   std::vector<std::uint64_t> inc_n_;
-  std::vector<std::uint32_t> ev_row_, ev_off_;  // this chunk's moves, by cluster (bit 31: removal)
+  std::vector<std::uint64_t> ev_row_, ev_off_;  // this chunk's moves, (row << 1) | removal, by cluster
 };
 
 }  // namespace flashkm::detail

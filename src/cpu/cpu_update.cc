@@ -65,6 +65,13 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::
   // Incremental when few labels moved in the last step (decided from labels alone, so the
   // pruned and unpruned paths decide alike): the update reads only the rows that move.
   const bool inc = incremental_next(k) && std::equal(inc_labels_.begin(), inc_labels_.end(), labels);
+  if (inc) {
+    // A cluster with no member of positive weight holds exact zeros: re-centre it on its
+    // current centroid (a relocated one may be far from the old), at no cost in exactness.
+    for (std::size_t c = 0; c < k; ++c) {
+      if (inc_n_[c] == 0) std::copy(centroids + c * dim_, centroids + (c + 1) * dim_, inc_r_.begin() + static_cast<std::ptrdiff_t>(c * dim_));
+    }
+  }
   begin_sums(centroids, k, sums, wsums);
   qsums_.assign(k, 0.0);
   double inertia = 0;
@@ -87,7 +94,21 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::
     }
     if (inc) moved += inc_apply(ch, labels, k);
   });
-  if (inc) {
+  if (inc && inc_degenerate(k)) {
+    // A cluster with members of positive weight whose running weight rounded to <= 0 (weights
+    // over 2^53 apart): this step's update is done again in full, so it cannot look empty.
+    begin_sums(centroids, k, sums, wsums);
+    qsums_.assign(k, 0.0);
+    inertia = 0;
+    for_each_chunk([&](const Chunk<T>& ch) {
+      for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
+        update_group(ch, r0, std::min(ch.x.rows, r0 + group), labels, k, sums, wsums, qsums_.data(), &inertia);
+      }
+    });
+    end_sums(k, sums, wsums);
+    inc_refresh(centroids, k, sums, wsums, qsums_.data(), labels);
+    inc_last_moved_ = total_changed;
+  } else if (inc) {
     inertia = inc_result(centroids, k, sums, wsums);
     ++inc_steps_;
     inc_last_moved_ = moved;
@@ -339,27 +360,43 @@ void CpuEngine<T>::inc_refresh(const double* centroids, std::size_t k, const dou
 }
 
 // Applies the chunk's moved rows (labels against inc_labels_) to the per-cluster sums; returns
-// how many moved. Events are (row << 1) | removal, counting-sorted by cluster in row order.
+// how many moved. Events are (row << 1) | removal, counting-sorted by cluster in row order, in
+// batches of consecutive rows holding at most max(N/8, 4096) moves (2 bytes a row at most):
+// each cluster still takes its moves in row order, so the batching does not change the bits.
 template <class T>
 std::size_t CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k) {
   const std::size_t n = ch.x.rows;
+  const std::int32_t* lab = labels + ch.first;
+  const std::size_t cap = std::max<std::size_t>(n_ / 8, 4096);
+  std::size_t moved = 0;
+  for (std::size_t a = 0; a < n;) {
+    std::size_t b = a, batch = 0;
+    for (; b < n && batch < cap; ++b) batch += lab[b] != inc_labels_[ch.first + b];
+    if (batch > 0) inc_apply_rows(ch, labels, k, a, b, batch);
+    moved += batch;
+    a = b;
+  }
+  return moved;
+}
+
+// inc_apply over rows [a, b) of the chunk, which hold `moved` moves.
+template <class T>
+void CpuEngine<T>::inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k, std::size_t a,
+                                  std::size_t b, std::size_t moved) {
   const std::size_t dim = dim_;
   const std::int32_t* lab = labels + ch.first;
   std::int32_t* old = inc_labels_.data() + ch.first;
   ev_off_.assign(k + 1, 0);
-  std::size_t moved = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = a; i < b; ++i) {
     if (lab[i] != old[i]) {
       ++ev_off_[static_cast<std::size_t>(old[i]) + 1];
       ++ev_off_[static_cast<std::size_t>(lab[i]) + 1];
-      ++moved;
     }
   }
-  if (moved == 0) return 0;
   for (std::size_t c = 0; c < k; ++c) ev_off_[c + 1] += ev_off_[c];
   ev_row_.resize(2 * moved);
   std::vector<std::uint64_t> fill(ev_off_.begin(), ev_off_.end() - 1);
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = a; i < b; ++i) {
     if (lab[i] != old[i]) {
       ev_row_[fill[static_cast<std::size_t>(old[i])]++] = (static_cast<std::uint64_t>(i) << 1) | 1u;
       ev_row_[fill[static_cast<std::size_t>(lab[i])]++] = static_cast<std::uint64_t>(i) << 1;
@@ -431,7 +468,14 @@ std::size_t CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labe
     inc_n_[c] = members;
   }
   }
-  return moved;
+}
+
+template <class T>
+bool CpuEngine<T>::inc_degenerate(std::size_t k) const {
+  for (std::size_t c = 0; c < k; ++c) {
+    if (inc_n_[c] > 0 && !(inc_w_[c] + inc_w_[k + c] > 0)) return true;
+  }
+  return false;
 }
 
 // The step's sums and weights, and its inertia against the given centroids.
@@ -506,6 +550,9 @@ template bool CpuEngine<float>::incremental_next(std::size_t) const;
 template void CpuEngine<float>::inc_refresh(const double*, std::size_t, const double*, const double*, const double*,
                                          const std::int32_t*);
 template std::size_t CpuEngine<float>::inc_apply(const Chunk<float>&, const std::int32_t*, std::size_t);
+template void CpuEngine<float>::inc_apply_rows(const Chunk<float>&, const std::int32_t*, std::size_t, std::size_t,
+                                            std::size_t, std::size_t);
+template bool CpuEngine<float>::inc_degenerate(std::size_t) const;
 template double CpuEngine<float>::inc_result(const double*, std::size_t, double*, double*) const;
 template double CpuEngine<double>::mean_variance();
 template double CpuEngine<double>::update(const std::int32_t*, const double*, std::size_t, double*, double*);
@@ -523,6 +570,9 @@ template bool CpuEngine<double>::incremental_next(std::size_t) const;
 template void CpuEngine<double>::inc_refresh(const double*, std::size_t, const double*, const double*, const double*,
                                          const std::int32_t*);
 template std::size_t CpuEngine<double>::inc_apply(const Chunk<double>&, const std::int32_t*, std::size_t);
+template void CpuEngine<double>::inc_apply_rows(const Chunk<double>&, const std::int32_t*, std::size_t, std::size_t,
+                                            std::size_t, std::size_t);
+template bool CpuEngine<double>::inc_degenerate(std::size_t) const;
 template double CpuEngine<double>::inc_result(const double*, std::size_t, double*, double*) const;
 
 }  // namespace flashkm::detail

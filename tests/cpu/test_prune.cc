@@ -319,7 +319,8 @@ TEST(Prune, BFloat16Input) {
 // within an incremental step) and at step 21 it comes back. Returns every step's results.
 template <class T>
 std::vector<double> incremental_against_full(std::size_t n, std::size_t d, std::size_t k, double offset,
-                                             bool weighted, int threads, int* incremental_steps) {
+                                             bool weighted, int threads, int* incremental_steps,
+                                             bool streamed = false) {
   const auto X = blobs<T>(n, d, k, 5, 6.0, offset);
   std::vector<double> w;
   if (weighted) {
@@ -328,7 +329,9 @@ std::vector<double> incremental_against_full(std::size_t n, std::size_t d, std::
     std::uniform_real_distribution<double> u(0.1, 2.0);
     for (std::size_t i = 0; i < n; ++i) w[i] = i % 7 == 3 ? 0.0 : u(rng);
   }
-  auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), w, threads, "");
+  ChunkSource<T> source(X, n, d);
+  auto engine = streamed ? detail::make_cpu_engine<T>(source, w, threads, "")
+                         : detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), w, threads, "");
   auto full = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), w, threads, "");
   const double* shift = engine->shift();
   double xmax = 0;
@@ -413,6 +416,22 @@ TYPED_TEST(PruneTest, IncrementalUpdateMatchesFull) {
     EXPECT_GE(inc1, 10);
     EXPECT_EQ(inc1, inc3);
     EXPECT_TRUE(same_bits(one, three)) << "thread count changed the bits";
+  }
+}
+
+// Streamed through a RowSource in several chunks (each chunk's moves applied while it is in
+// memory): bitwise the in-memory engine's steps, fused (small K) and grouped.
+TEST(Prune, IncrementalUpdateStreamedBitwise) {
+  const std::size_t d = 1000;
+  const std::size_t n = 2 * row_source_granule(d, sizeof(float)) + 77;
+  for (std::size_t k : {6, 40}) {
+    SCOPED_TRACE(::testing::Message() << "k = " << k);
+    int inc_mem = 0, inc_stream = 0;
+    const auto mem = incremental_against_full<float>(n, d, k, 50.0, true, 2, &inc_mem);
+    const auto str = incremental_against_full<float>(n, d, k, 50.0, true, 2, &inc_stream, true);
+    EXPECT_GE(inc_mem, 10);
+    EXPECT_EQ(inc_mem, inc_stream);
+    EXPECT_TRUE(same_bits(mem, str)) << "streaming changed the bits";
   }
 }
 
