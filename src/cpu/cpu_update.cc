@@ -46,11 +46,11 @@ double CpuEngine<T>::update(const std::int32_t* labels, const double* centroids,
                             double* wsums) {
   begin_sums(centroids, k, sums, wsums);
   double inertia = 0;
-  std::vector<double> qsums(k, 0.0);
+  qsums_.assign(k, 0.0);
   const std::size_t group = group_rows();
   for_each_chunk([&](const Chunk<T>& ch) {
     for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
-      update_group(ch, r0, std::min(ch.x.rows, r0 + group), labels, k, sums, wsums, qsums.data(), &inertia);
+      update_group(ch, r0, std::min(ch.x.rows, r0 + group), labels, k, sums, wsums, qsums_.data(), &inertia);
     }
   });
   end_sums(k, sums, wsums);
@@ -97,15 +97,8 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::
   if (inc && inc_degenerate(k)) {
     // A cluster with members of positive weight whose running weight rounded to <= 0 (weights
     // over 2^53 apart): this step's update is done again in full, so it cannot look empty.
-    begin_sums(centroids, k, sums, wsums);
-    qsums_.assign(k, 0.0);
-    inertia = 0;
-    for_each_chunk([&](const Chunk<T>& ch) {
-      for (std::size_t r0 = 0; r0 < ch.x.rows; r0 += group) {
-        update_group(ch, r0, std::min(ch.x.rows, r0 + group), labels, k, sums, wsums, qsums_.data(), &inertia);
-      }
-    });
-    end_sums(k, sums, wsums);
+    inertia = update(labels, centroids, k, sums, wsums);
+    path_ = "grouped";
     inc_refresh(centroids, k, sums, wsums, qsums_.data(), labels);
     inc_last_moved_ = total_changed;
   } else if (inc) {

@@ -419,6 +419,35 @@ TYPED_TEST(PruneTest, IncrementalUpdateMatchesFull) {
   }
 }
 
+// Weights more than 2^53 apart: the full update's weight of cluster 0 (99 rows of weight 1 and
+// one of 1e20) rounds to 1e20, so when the heavy row leaves in an incremental step the running
+// weight reaches 0 while 99 members remain; the step must be redone in full (weight 99), not
+// report cluster 0 empty.
+TEST(Prune, IncrementalUpdateRedoneWhenWeightRoundsAway) {
+  const std::size_t n = 200, k = 2;
+  std::vector<double> X(n), w(n, 1.0);
+  for (std::size_t i = 0; i < 99; ++i) X[i] = 0.01 * static_cast<double>(i);
+  X[99] = 5.2;
+  w[99] = 1e20;
+  for (std::size_t i = 100; i < n; ++i) X[i] = 10 + 0.01 * static_cast<double>(i - 100);
+  auto engine = detail::make_cpu_engine<double>(MatrixView<double>(X.data(), n, 1), w, 2, "");
+  const double s = engine->shift()[0];
+  engine->begin_run(Prune::kOff, k);
+  std::vector<std::int32_t> labels(n, -1);
+  std::vector<double> dist(n), sums(k), ws(k);
+  std::size_t changed = 0;
+  const std::vector<double> c1 = {0.5 - s, 10 - s}, c2 = {0.3 - s, 9.9 - s};
+  engine->assign_update(c1.data(), k, labels.data(), dist.data(), sums.data(), ws.data(), &changed);
+  ASSERT_EQ(labels[99], 0);
+  engine->assign_update(c1.data(), k, labels.data(), dist.data(), sums.data(), ws.data(), &changed);
+  EXPECT_EQ(changed, 0u);
+  engine->assign_update(c2.data(), k, labels.data(), dist.data(), sums.data(), ws.data(), &changed);
+  ASSERT_EQ(changed, 1u);
+  ASSERT_EQ(labels[99], 1);
+  EXPECT_EQ(ws[0], 99.0);
+  EXPECT_EQ(std::string(engine->update_path()).find("+incremental"), std::string::npos) << engine->update_path();
+}
+
 // Streamed through a RowSource in several chunks (each chunk's moves applied while it is in
 // memory): bitwise the in-memory engine's steps, fused (small K) and grouped.
 TEST(Prune, IncrementalUpdateStreamedBitwise) {
