@@ -200,7 +200,7 @@ class CpuEngine final : public Engine<T> {
   bool incremental_next(std::size_t k) const;
   void inc_refresh(const double* centroids, std::size_t k, const double* sums, const double* wsums,
                    const double* qsums, const std::int32_t* labels);
-  std::size_t inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k);
+  void inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k);
   void inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k, std::size_t a, std::size_t b,
                       std::size_t moved);
   bool inc_degenerate(std::size_t k) const;

@@ -75,7 +75,7 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::
   begin_sums(centroids, k, sums, wsums);
   qsums_.assign(k, 0.0);
   double inertia = 0;
-  std::size_t total_changed = 0, moved = 0;
+  std::size_t total_changed = 0;
   counts_ = {};
   const bool fused = fused_fits(k);
   path_ = fused ? (inc ? "fused+incremental" : "fused") : (inc ? "grouped+incremental" : "grouped");
@@ -92,7 +92,7 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::
         if (!inc) update_group(ch, r0, r1, labels, k, sums, wsums, qsums_.data(), &inertia);
       }
     }
-    if (inc) moved += inc_apply(ch, labels, k);
+    if (inc) inc_apply(ch, labels, k);
   });
   if (inc && inc_degenerate(k)) {
     // A cluster with members of positive weight whose running weight rounded to <= 0 (weights
@@ -100,16 +100,15 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::
     inertia = update(labels, centroids, k, sums, wsums);
     path_ = "grouped";
     inc_refresh(centroids, k, sums, wsums, qsums_.data(), labels);
-    inc_last_moved_ = total_changed;
   } else if (inc) {
     inertia = inc_result(centroids, k, sums, wsums);
     ++inc_steps_;
-    inc_last_moved_ = moved;
   } else {
     end_sums(k, sums, wsums);
     inc_refresh(centroids, k, sums, wsums, qsums_.data(), labels);
-    inc_last_moved_ = total_changed;
   }
+  // An incremental step started from inc_labels_ == labels, so its moves are the changed labels.
+  inc_last_moved_ = total_changed;
   *changed = total_changed;
   if (iter_bounded_) {
     last_distances_ = counts_.distances;
@@ -352,24 +351,20 @@ void CpuEngine<T>::inc_refresh(const double* centroids, std::size_t k, const dou
   inc_valid_ = true;
 }
 
-// Applies the chunk's moved rows (labels against inc_labels_) to the per-cluster sums; returns
-// how many moved. Events are (row << 1) | removal, counting-sorted by cluster in row order, in
+// Applies the chunk's moved rows (labels against inc_labels_) to the per-cluster sums. Events are (row << 1) | removal, counting-sorted by cluster in row order, in
 // batches of consecutive rows holding at most max(N/8, 4096) moves (2 bytes a row at most):
 // each cluster still takes its moves in row order, so the batching does not change the bits.
 template <class T>
-std::size_t CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k) {
+void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k) {
   const std::size_t n = ch.x.rows;
   const std::int32_t* lab = labels + ch.first;
   const std::size_t cap = std::max<std::size_t>(n_ / 8, 4096);
-  std::size_t moved = 0;
   for (std::size_t a = 0; a < n;) {
     std::size_t b = a, batch = 0;
     for (; b < n && batch < cap; ++b) batch += lab[b] != inc_labels_[ch.first + b];
     if (batch > 0) inc_apply_rows(ch, labels, k, a, b, batch);
-    moved += batch;
     a = b;
   }
-  return moved;
 }
 
 // inc_apply over rows [a, b) of the chunk, which hold `moved` moves.
@@ -425,13 +420,8 @@ void CpuEngine<T>::inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels
         const double x = static_cast<double>(row[j]) - sh[j];
         const double d = x - r[j];
         db[j] = d;
-        double t = S[j] + sw * x, b = t - S[j];
-        Se[j] += (S[j] - (t - b)) + (sw * x - b);
-        S[j] = t;
-        t = U[j] + sw * d;
-        b = t - U[j];
-        Ue[j] += (U[j] - (t - b)) + (sw * d - b);
-        U[j] = t;
+        two_sum_into(S[j], Se[j], sw * x);
+        two_sum_into(U[j], Ue[j], sw * d);
       }
       double p0 = 0, p1 = 0, p2 = 0, p3 = 0;
       std::size_t j = 0;
@@ -542,7 +532,7 @@ template void CpuEngine<float>::compute_mean();
 template bool CpuEngine<float>::incremental_next(std::size_t) const;
 template void CpuEngine<float>::inc_refresh(const double*, std::size_t, const double*, const double*, const double*,
                                          const std::int32_t*);
-template std::size_t CpuEngine<float>::inc_apply(const Chunk<float>&, const std::int32_t*, std::size_t);
+template void CpuEngine<float>::inc_apply(const Chunk<float>&, const std::int32_t*, std::size_t);
 template void CpuEngine<float>::inc_apply_rows(const Chunk<float>&, const std::int32_t*, std::size_t, std::size_t,
                                             std::size_t, std::size_t);
 template bool CpuEngine<float>::inc_degenerate(std::size_t) const;
@@ -562,7 +552,7 @@ template void CpuEngine<double>::compute_mean();
 template bool CpuEngine<double>::incremental_next(std::size_t) const;
 template void CpuEngine<double>::inc_refresh(const double*, std::size_t, const double*, const double*, const double*,
                                          const std::int32_t*);
-template std::size_t CpuEngine<double>::inc_apply(const Chunk<double>&, const std::int32_t*, std::size_t);
+template void CpuEngine<double>::inc_apply(const Chunk<double>&, const std::int32_t*, std::size_t);
 template void CpuEngine<double>::inc_apply_rows(const Chunk<double>&, const std::int32_t*, std::size_t, std::size_t,
                                             std::size_t, std::size_t);
 template bool CpuEngine<double>::inc_degenerate(std::size_t) const;
