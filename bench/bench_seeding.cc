@@ -84,10 +84,13 @@ void run(const std::string& shape, int threads, int repeats) {
     std::uint64_t last = 0;
     void step(const char*, std::size_t, std::size_t, std::uint64_t dist) override { last = dist; }
   } count;
+  // BENCH_SEEDING_BOUNDED_ONLY=1: the bounded seeding alone (to profile it).
+  const char* only = std::getenv("BENCH_SEEDING_BOUNDED_ONLY");
+  const bool bounded_only = only && std::string(only) == "1";
   for (int r = 0; r < repeats; ++r) {
     std::mt19937_64 a(1), b(1);
     auto t = Clock::now();
-    plain = flashkm::detail::init_kmeanspp_plain(*engine, k, a);
+    if (!bounded_only) plain = flashkm::detail::init_kmeanspp_plain(*engine, k, a);
     t_plain.push_back(seconds_since(t));
     t = Clock::now();
     bounded = flashkm::detail::init_kmeanspp(*engine, k, b, {&count});

@@ -67,16 +67,21 @@ inline constexpr std::size_t kSketchRows = 16;
 
 /// One block of kSketchRows rows of the row sketch and one step's candidate sketches, for
 /// sketch_mask. A row y (centred as the kernels centre it) is held as s * q, q in [-127, 127]^D,
-/// with ||y - s q|| <= delta; a candidate likewise as (cs / 2) * cq. Pairs of features are
-/// interleaved: q[(p * kSketchRows + i) * 2 + h] is feature 2p + h of row i (zero past D).
+/// with ||y - s q|| <= delta; a candidate likewise as (cs / 2) * cq. Features go in quads, each
+/// row's four side by side and stored biased (q + 128, an unsigned byte, as AVX-512 VNNI's
+/// unsigned-by-signed products take them): q[(p * kSketchRows + i) * 4 + h] is 128 + feature
+/// 4p + h of row i (128, for zero, past D). The integer dot product q . cq is then
+/// sum (q + 128) cq - cfix, exact in int32 for D <= 65536 (|sum| <= 255 * 127 * D < 2^31).
 struct SketchArgs {
-  const std::int8_t* q;      // the block's rows: pairs x kSketchRows x 2
-  std::size_t pairs;         // ceil(D / 2)
+  const std::uint8_t* q;     // the block's rows: quads x kSketchRows x 4, biased by 128
+  std::size_t quads;         // ceil(D / 4)
   const float* a;            // per row: ||s q||^2 (rounded to nearest)
   const float* s;            // per row: the scale s
   const float* delta;        // per row: an upper bound on ||y - s q||
   const float* cl;           // per row: the closest squared distance so far
-  const std::int32_t* cq;    // m x pairs words: features 2p and 2p + 1 of candidate t as two int16
+  const std::int32_t* cq;    // m x quads words: byte h is feature 4p + h of candidate t (int8)
+  const std::int64_t* cw;    // m x quads words: the same four features as int16 (lane h)
+  const std::int32_t* cfix;  // per candidate: 128 * (the sum of its features cq)
   const float* cb;           // per candidate: ||(cs / 2) cq||^2 (rounded to nearest)
   const float* cs;           // per candidate: twice its scale
   const float* cdelta;       // per candidate: an upper bound on ||c - (cs / 2) cq||
@@ -92,6 +97,12 @@ inline constexpr float kSketchErr = 0x1p-18f;
 
 /// The sketch filter in plain C++ (the reference table's, and the scalar targets').
 void ref_sketch_mask(const SketchArgs& args, std::uint32_t* mask);
+
+/// The sketch filter with AVX-512 VNNI's byte dot products (cpu/sketch_vnni.cc): four
+/// products per lane and instruction, where the portable kernels widen to int16 and take two.
+/// Callable only when sketch_vnni_usable(); the AVX3 target's table uses it then.
+void sketch_mask_vnni(const SketchArgs& args, std::uint32_t* mask);
+bool sketch_vnni_usable();
 
 template <class T>
 struct KernelTable {

@@ -130,6 +130,9 @@ void add_terms_of(std::size_t w, const SeedRows<T>& rs, std::size_t s, std::size
   add_terms_w<T>(std::make_index_sequence<8>(), w, rs, s, rows, d, mm, t, p);
 }
 
+// Sketch blocks prefetched ahead of the filter.
+constexpr std::size_t kSketchAhead = 8;
+
 // The sketch filter's masks of rows [s, s + rows) for candidates [t0, t0 + mm): the blocks of
 // kSketchRows rows that cover them (pts numbers the whole data set, as the sketch does).
 template <class T>
@@ -137,8 +140,10 @@ void sketch_rows(const KernelTable<T>& table, const RowSketch& sk, const CandSke
                  std::size_t s, std::size_t rows, std::size_t t0, std::size_t mm, float tau, float over,
                  std::uint32_t* mask) {
   SketchArgs g{};
-  g.pairs = sk.pairs;
-  g.cq = cs.cq.data() + t0 * sk.pairs;
+  g.quads = sk.quads;
+  g.cq = cs.cq.data() + t0 * sk.quads;
+  g.cw = cs.cw.data() + t0 * sk.quads;
+  g.cfix = cs.cfix.data() + t0;
   g.cb = cs.cb.data() + t0;
   g.cs = cs.cs.data() + t0;
   g.cdelta = cs.cdelta.data() + t0;
@@ -147,8 +152,18 @@ void sketch_rows(const KernelTable<T>& table, const RowSketch& sk, const CandSke
   g.over = over;
   std::uint32_t got[kSketchRows];
   float cl[kSketchRows];
+  const std::size_t nblocks = (sk.rows + kSketchRows - 1) / kSketchRows;
+  const std::size_t qbytes = sk.quads * kSketchRows * 4;
   for (std::size_t b = s / kSketchRows; b * kSketchRows < s + rows; ++b) {
     const std::size_t b0 = b * kSketchRows;
+    // The sketch is read once per step from DRAM; the hardware prefetcher alone left the filter
+    // waiting on it (the scattered rows scored between sub-blocks break its streams).
+    if (b + kSketchAhead < nblocks) {
+      prefetch_lines<3>(sk.block_q(b + kSketchAhead), qbytes);
+      prefetch_lines<3>(sk.a.data() + (b + kSketchAhead) * kSketchRows, kSketchRows * 4);
+      prefetch_lines<3>(sk.s.data() + (b + kSketchAhead) * kSketchRows, kSketchRows * 4);
+      prefetch_lines<3>(sk.delta.data() + (b + kSketchAhead) * kSketchRows, kSketchRows * 4);
+    }
     // The block's closest distances as float, rounded up (exact for float rows; zero past the
     // last row, whose masks are not used).
     for (std::size_t i = 0; i < kSketchRows; ++i) {

@@ -53,9 +53,9 @@ bool quantize(std::size_t dim, Y y, Put put, float& a, float& s, float& delta) {
 
 void RowSketch::reset(std::size_t n, std::size_t dim) {
   rows = n;
-  pairs = (dim + 1) / 2;
+  quads = (dim + 3) / 4;
   const std::size_t blocks = (n + kSketchRows - 1) / kSketchRows;
-  q.assign(blocks * pairs * kSketchRows * 2, 0);
+  q.assign(blocks * quads * kSketchRows * 4, 128);  // zero, biased
   a.assign(blocks * kSketchRows, 0.0f);
   s.assign(blocks * kSketchRows, 0.0f);
   delta.assign(blocks * kSketchRows, 0.0f);
@@ -66,12 +66,12 @@ bool RowSketch::build(const PointsRef<T>& pts, std::size_t r0, std::size_t r1) {
   bool ok = true;
   for (std::size_t r = r0; r < r1 && ok; ++r) {
     const T* row = pts.x + r * pts.stride;
-    std::int8_t* blk = q.data() + (r / kSketchRows) * pairs * kSketchRows * 2;
+    std::uint8_t* blk = q.data() + (r / kSketchRows) * quads * kSketchRows * 4;
     const std::size_t i = r % kSketchRows;
     // As the kernels centre: the subtraction in T.
     auto y = [&](std::size_t j) { return static_cast<double>(static_cast<T>(row[j] - pts.shift[j])); };
     auto put = [&](std::size_t j, int v) {
-      blk[((j / 2) * kSketchRows + i) * 2 + j % 2] = static_cast<std::int8_t>(v);
+      blk[((j / 4) * kSketchRows + i) * 4 + j % 4] = static_cast<std::uint8_t>(v + 128);
     };
     ok = quantize(pts.dim, y, put, a[r], s[r], delta[r]);
   }
@@ -80,25 +80,34 @@ bool RowSketch::build(const PointsRef<T>& pts, std::size_t r0, std::size_t r1) {
 
 template <class T>
 bool CandSketch::build(const T* cands, std::size_t m, std::size_t dim) {
-  const std::size_t pairs = (dim + 1) / 2;
-  cq.assign(m * pairs, 0);
+  const std::size_t quads = (dim + 3) / 4;
+  cq.assign(m * quads, 0);
+  cw.assign(m * quads, 0);
+  cfix.assign(m, 0);
   cb.resize(m);
   cs.resize(m);
   cdelta.resize(m);
   for (std::size_t t = 0; t < m; ++t) {
     const T* c = cands + t * dim;
-    std::int32_t* w = cq.data() + t * pairs;
+    std::int32_t* w = cq.data() + t * quads;
+    std::int64_t* w16 = cw.data() + t * quads;
+    std::int32_t fix = 0;
     auto y = [&](std::size_t j) { return static_cast<double>(c[j]); };
-    // Feature 2p in the low 16 bits of word p, feature 2p + 1 in the high 16 bits.
+    // Feature 4p + h in byte h of word p, and in 16-bit lane h of the wide word p.
     auto put = [&](std::size_t j, int v) {
-      auto u = static_cast<std::uint32_t>(w[j / 2]);
-      const auto h = static_cast<std::uint32_t>(static_cast<std::uint16_t>(static_cast<std::int16_t>(v)));
-      u |= j % 2 ? h << 16 : h;
-      w[j / 2] = static_cast<std::int32_t>(u);
+      const std::size_t h = j % 4;
+      auto u = static_cast<std::uint32_t>(w[j / 4]);
+      u |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(static_cast<std::int8_t>(v))) << (8 * h);
+      w[j / 4] = static_cast<std::int32_t>(u);
+      auto u16 = static_cast<std::uint64_t>(w16[j / 4]);
+      u16 |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(static_cast<std::int16_t>(v))) << (16 * h);
+      w16[j / 4] = static_cast<std::int64_t>(u16);
+      fix += 128 * v;  // |fix| <= 128 * 127 * 65536 < 2^31
     };
     float s = 0;
     if (!quantize(dim, y, put, cb[t], s, cdelta[t])) return false;
     cs[t] = 2 * s;
+    cfix[t] = fix;
   }
   return true;
 }

@@ -18,8 +18,8 @@ namespace flashkm::detail {
 /// The sketch of every row of a data set, in blocks of kSketchRows rows (SketchArgs' layout).
 struct RowSketch {
   std::size_t rows = 0;
-  std::size_t pairs = 0;
-  std::vector<std::int8_t> q;         // blocks x pairs x kSketchRows x 2
+  std::size_t quads = 0;
+  std::vector<std::uint8_t> q;        // blocks x quads x kSketchRows x 4, biased by 128
   std::vector<float> a, s, delta;     // blocks x kSketchRows (zero past the last row)
 
   /// Sizes the sketch for n rows of dim features.
@@ -33,14 +33,15 @@ struct RowSketch {
   template <class T>
   bool build(const PointsRef<T>& pts, std::size_t r0, std::size_t r1);
   /// Block b's q values.
-  const std::int8_t* block_q(std::size_t b) const { return q.data() + b * pairs * kSketchRows * 2; }
+  const std::uint8_t* block_q(std::size_t b) const { return q.data() + b * quads * kSketchRows * 4; }
 };
 
 /// One step's candidates sketched (m x dim, as the kernels subtract them; a candidate outside
 /// the filter's range keeps all its pairs); false on a value that is not finite (the step then
 /// runs without the sketch).
 struct CandSketch {
-  std::vector<std::int32_t> cq;
+  std::vector<std::int32_t> cq, cfix;
+  std::vector<std::int64_t> cw;
   std::vector<float> cb, cs, cdelta;
   template <class T>
   bool build(const T* cands, std::size_t m, std::size_t dim);

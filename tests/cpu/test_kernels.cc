@@ -267,15 +267,26 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
             if (static_cast<double>(cl[i]) < v) cl[i] = std::nextafter(cl[i], std::numeric_limits<float>::infinity());
             if (r == 3 && m > 1) cl[i] = 0x1p-140f;  // a subnormal cl above a zero distance
           }
-          detail::SketchArgs ga{sk.block_q(b), sk.pairs, sk.a.data() + b * detail::kSketchRows,
+          detail::SketchArgs ga{sk.block_q(b), sk.quads, sk.a.data() + b * detail::kSketchRows,
                                 sk.s.data() + b * detail::kSketchRows, sk.delta.data() + b * detail::kSketchRows,
-                                cl, cs.cq.data(), cs.cb.data(), cs.cs.data(), cs.cdelta.data(), m, tau, over};
+                                cl, cs.cq.data(), cs.cw.data(), cs.cfix.data(), cs.cb.data(), cs.cs.data(),
+                                cs.cdelta.data(), m, tau, over};
+          std::uint32_t want[detail::kSketchRows];
+          detail::ref_sketch_mask(ga, want);
           for (const auto* tab : detail::kernel_tables<T>()) {
             std::uint32_t mask[detail::kSketchRows];
             tab->sketch_mask(ga, mask);
+            if (detail::sketch_vnni_usable()) {
+              // The VNNI kernel (the AVX3 table's on this CPU) gives the reference's masks too.
+              std::uint32_t vnni[detail::kSketchRows];
+              detail::sketch_mask_vnni(ga, vnni);
+              ASSERT_TRUE(std::equal(vnni, vnni + detail::kSketchRows, want)) << "VNNI d=" << d << " m=" << m;
+            }
             for (std::size_t i = 0; i < detail::kSketchRows; ++i) {
               const std::size_t r = b * detail::kSketchRows + i;
               if (r >= n) continue;
+              // Exact integer sums and the same float steps: every target's mask is the reference's.
+              ASSERT_EQ(mask[i], want[i]) << tab->name << " d=" << d << " m=" << m << " row " << r;
               ASSERT_EQ(mask[i] >> m, 0u) << tab->name;
               for (std::size_t t = 0; t < m; ++t) {
                 if (mask[i] >> t & 1) continue;
@@ -293,6 +304,49 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
   }
   ASSERT_GT(at_half, 100u);
   EXPECT_GE(cleared_at_half, at_half * 99 / 100) << cleared_at_half << " of " << at_half;
+}
+
+// The sketch's integer sums at the largest D it takes (65536) and the largest bytes: a row
+// equal to a candidate (every feature at +-127, the biased sum near 2^31) keeps the pair, on
+// every target; a row of opposite sign is proved far.
+TEST(SketchFilter, LargestSumsDoNotOverflow) {
+  const std::size_t d = 65536, n = detail::kSketchRows;
+  std::vector<float> x(n * d), shift(d, 0.0f), c(2 * d);
+  std::mt19937_64 rng(5);
+  for (std::size_t j = 0; j < d; ++j) {
+    const float v = (rng() & 1) ? 1.0f : -1.0f;
+    c[j] = v;           // candidate 0
+    c[d + j] = 1.0f;    // candidate 1: all +1
+    for (std::size_t i = 0; i < n; ++i) x[i * d + j] = i % 2 ? -v : v;
+  }
+  const PointsRef<float> pts{x.data(), d, d, shift.data()};
+  detail::RowSketch sk;
+  sk.reset(n, d);
+  ASSERT_TRUE(sk.build(pts, 0, n));
+  detail::CandSketch cs;
+  ASSERT_TRUE(cs.build(c.data(), 2, d));
+  float cl[detail::kSketchRows];
+  for (auto& v : cl) v = 1.0f;  // the even rows are at distance 0 from candidate 0
+  const detail::SketchArgs ga{sk.block_q(0), sk.quads, sk.a.data(), sk.s.data(), sk.delta.data(), cl,
+                              cs.cq.data(), cs.cw.data(), cs.cfix.data(), cs.cb.data(), cs.cs.data(),
+                              cs.cdelta.data(), 2, 0x1p-126f, 1.001f};
+  std::uint32_t want[detail::kSketchRows];
+  detail::ref_sketch_mask(ga, want);
+  std::vector<void (*)(const detail::SketchArgs&, std::uint32_t*)> fns;
+  for (const auto* tab : detail::kernel_tables<float>()) fns.push_back(tab->sketch_mask);
+  if (detail::sketch_vnni_usable()) fns.push_back(&detail::sketch_mask_vnni);
+  for (auto* fn : fns) {
+    std::uint32_t mask[detail::kSketchRows];
+    fn(ga, mask);
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(mask[i], want[i]) << "row " << i;
+      if (i % 2 == 0) {
+        EXPECT_TRUE(mask[i] & 1) << "row " << i << " equals candidate 0";
+      } else {
+        EXPECT_FALSE(mask[i] & 1) << "row " << i << " is candidate 0 negated (distance 4 D)";
+      }
+    }
+  }
 }
 
 // The bounded assignment's float bound steps: every lowered bound is at most the exact
@@ -388,8 +442,9 @@ TEST(SketchFilter, OutOfRangeRowsKeepEveryPair) {
   EXPECT_TRUE(std::isinf(cs.cdelta[1]));
   float cl[detail::kSketchRows];
   for (auto& v : cl) v = 1.0f;  // far below the distance to candidate 0 for normal rows
-  const detail::SketchArgs ga{sk.block_q(0), sk.pairs, sk.a.data(), sk.s.data(), sk.delta.data(), cl,
-                              cs.cq.data(), cs.cb.data(), cs.cs.data(), cs.cdelta.data(), 2, 0x1p-126f, 1.001f};
+  const detail::SketchArgs ga{sk.block_q(0), sk.quads, sk.a.data(), sk.s.data(), sk.delta.data(), cl,
+                              cs.cq.data(), cs.cw.data(), cs.cfix.data(), cs.cb.data(), cs.cs.data(),
+                              cs.cdelta.data(), 2, 0x1p-126f, 1.001f};
   for (const auto* tab : detail::kernel_tables<float>()) {
     std::uint32_t mask[detail::kSketchRows];
     tab->sketch_mask(ga, mask);

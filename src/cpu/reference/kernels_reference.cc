@@ -184,11 +184,13 @@ void ref_sketch_mask(const SketchArgs& g, std::uint32_t* mask) {
     const float rd = r + g.delta[i];
     std::uint32_t bits = 0;
     for (std::size_t t = 0; t < g.m; ++t) {
-      std::int32_t p = 0;
-      for (std::size_t k = 0; k < g.pairs; ++k) {
-        const auto w = static_cast<std::uint32_t>(g.cq[t * g.pairs + k]);
-        const auto c0 = static_cast<std::int16_t>(w & 0xFFFFu), c1 = static_cast<std::int16_t>(w >> 16);
-        p += g.q[(k * kSketchRows + i) * 2] * c0 + g.q[(k * kSketchRows + i) * 2 + 1] * c1;
+      std::int64_t p = 0;
+      for (std::size_t k = 0; k < g.quads; ++k) {
+        const auto w = static_cast<std::uint32_t>(g.cq[t * g.quads + k]);
+        for (std::size_t h = 0; h < 4; ++h) {
+          const auto c = static_cast<std::int8_t>(static_cast<std::uint8_t>(w >> (8 * h)));
+          p += (static_cast<std::int64_t>(g.q[(k * kSketchRows + i) * 4 + h]) - 128) * c;
+        }
       }
       const float ab = g.a[i] + g.cb[t];
       const float e = ab - (g.s[i] * g.cs[t]) * static_cast<float>(p);
