@@ -130,6 +130,9 @@ void add_terms_of(std::size_t w, const SeedRows<T>& rs, std::size_t s, std::size
   add_terms_w<T>(std::make_index_sequence<8>(), w, rs, s, rows, d, mm, t, p);
 }
 
+// Sub-blocks filtered (and their kept rows prefetched) ahead of the one scored.
+constexpr std::size_t kFilterAhead = 2;
+
 // Sketch blocks prefetched ahead of the filter.
 constexpr std::size_t kSketchAhead = 8;
 
@@ -301,7 +304,7 @@ std::uint64_t sketch_block_potentials(const KernelTable<T>& table, const PointsR
   const float tau_f = bounds::up(std::max(sl.tau, 0x1p-126));
   const float over_f = bounds::up(sl.over);
   T d[kSeedRows * kMaxFew];
-  SketchSub buf[2];
+  SketchSub buf[kFilterAhead + 1];
 
   auto filter = [&](std::size_t s, std::size_t t0, SketchSub& u) {
     const std::size_t rows = std::min(kSeedRows, r1 - s), mm = std::min(kMaxFew, m - t0);
@@ -349,12 +352,14 @@ std::uint64_t sketch_block_potentials(const KernelTable<T>& table, const PointsR
   };
 
   if (m <= kMaxFew) {
-    // One candidate chunk (2 + ln K <= 16 for any K below a million): filtered one sub-block ahead.
-    if (r0 < r1) filter(r0, 0, buf[0]);
+    // One candidate chunk (2 + ln K <= 16 for any K below a million): filtered kFilterAhead sub-blocks ahead.
+    constexpr std::size_t kB = kFilterAhead + 1;
+    for (std::size_t a = 0; a < kFilterAhead && r0 + a * kSeedRows < r1; ++a) filter(r0 + a * kSeedRows, 0, buf[a]);
     std::size_t k = 0;
     for (std::size_t s = r0; s < r1; s += kSeedRows, ++k) {
-      if (s + kSeedRows < r1) filter(s + kSeedRows, 0, buf[(k + 1) & 1]);
-      score(s, 0, buf[k & 1]);
+      const std::size_t next = s + kFilterAhead * kSeedRows;
+      if (next < r1) filter(next, 0, buf[(k + kFilterAhead) % kB]);
+      score(s, 0, buf[k % kB]);
     }
   } else {
     for (std::size_t s = r0; s < r1; s += kSeedRows) {
