@@ -41,8 +41,8 @@ LoadPlan plan_with(const io::DatasetInfo& info, std::size_t limit, const PlanNee
   if (info.format == io::Format::kCsv || x_bytes + fixed <= static_cast<double>(limit)) {
     p.holding = half ? Holding::kHalf : Holding::kMemory;
     // k-means++'s sketch of float rows in memory (cpu/sketch.hpp): a byte per feature, rounded
-    // up to pairs, and 12 bytes a row, while seeding runs. Where it would not fit, seed without.
-    const double sketch = rows * static_cast<double>((info.cols + 1) / 2 * 2 + 12);
+    // up to quads, and 12 bytes a row, while seeding runs. Where it would not fit, seed without.
+    const double sketch = rows * static_cast<double>((info.cols + 3) / 4 * 4 + 12);
     p.sketch_fits = !needs.seed_sketch || half || x_bytes + fixed + sketch <= static_cast<double>(limit);
     return p;
   }
