@@ -16,12 +16,20 @@
 #include <vector>
 
 #include "core/seeding.hpp"
+#include "cpu/bounds.hpp"
 #include "cpu/cpu_engine_impl.hpp"
 #include "cpu/cpu_targets.hpp"
 #include "cpu/half_source.hpp"
 #include "flashkm/errors.hpp"
 
 namespace flashkm::detail {
+
+namespace {
+// k-means|| rounds filtered by the sketch: rows per task (a multiple of kSketchRows), and the
+// fewest candidates in a round for the filter to be tried.
+constexpr std::size_t kManyRows = 256;
+constexpr std::size_t kManySketchMin = 64;
+}  // namespace
 
 // Rows per call of the one-centroid distance kernel (a stack buffer).
 constexpr std::size_t kOneRows = 256;
@@ -212,6 +220,7 @@ double CpuEngine<T>::seed_start(const double* centre, std::size_t k) {
   seed_centres_.reserve(k * dim_);
   seed_count_ = 1;
   seed_window_ = SeedWindow{};
+  seed_many_sketch_ = true;
   seed_bounded_ = true;
   seed_norm_.resize(n_);
   for_each_chunk([&](const Chunk<T>& ch) {
@@ -388,21 +397,157 @@ void CpuEngine<T>::seed_add_many(const double* centres, std::size_t m) {
   inner_product_ = false;
   set_centroids(centres, m);
   inner_product_ = inner;
-  std::vector<std::int32_t> lab(n_, 0);
-  std::vector<T> dist(n_);
-  assign(lab.data(), dist.data());
-  seed_distances_ += n_ * m;
   const auto base = static_cast<std::int32_t>(seed_count_);
-  for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
-    for (std::size_t i = r0; i < r1; ++i) {
-      if (dist[i] < seed_closest_[i]) {
-        seed_closest_[i] = dist[i];
-        seed_owner_[i] = base + lab[i];
+  // The first round's rows are all measured to one centre, so most pairs would pass the
+  // filter: it runs from the second round on (the result is the same either way).
+  const bool sketched = seed_sketch_on_ && seed_many_sketch_ && seed_count_ > 1 && m >= kManySketchMin &&
+                        seed_add_many_sketched(centres, m, base);
+  if (!sketched) {
+    std::vector<std::int32_t> lab(n_, 0);
+    std::vector<T> dist(n_);
+    assign(lab.data(), dist.data());
+    seed_distances_ += n_ * m;
+    for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
+      for (std::size_t i = r0; i < r1; ++i) {
+        if (dist[i] < seed_closest_[i]) {
+          seed_closest_[i] = dist[i];
+          seed_owner_[i] = base + lab[i];
+        }
+      }
+    });
+  }
+  seed_centres_.insert(seed_centres_.end(), centres, centres + m * dim_);
+  seed_count_ += m;
+}
+
+// One k-means|| round over rows in memory with their sketch (docs/KERNELS.md, "Bounded
+// seeding"): the same closest distances and owners as the FlashAssign pass above, bit for bit.
+// A pair is scored only where the sketch filter cannot prove that FlashAssign's computed
+// distance is >= the row's closest one: then it cannot lower it, and (as the computed distance
+// grows with the score) neither can any candidate that scores the same or higher. The scored
+// pairs are FlashAssign's own arithmetic (group_min over one panel of the packed candidates,
+// the rows packed by pack_rows), and the row keeps the lowest score, lowest index on ties, as
+// assign_rows does; its distance is max(0, ||x||^2 + score) as there.
+template <class T>
+bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, std::int32_t base) {
+  const std::size_t dim = dim_;
+  std::vector<T> ct(m * dim);  // the candidates as the packed panels hold them
+  for (std::size_t i = 0; i < m * dim; ++i) ct[i] = static_cast<T>(centres[i]);
+  CandSketch cs;
+  if (!cs.build(ct.data(), m, dim)) return false;
+  // FlashAssign's computed distance is within eps(||y||) of the exact one (bounds::Slack, as
+  // the bounded assignment takes it; doubled for the final addition of ||x||^2).
+  bounds::Slack sl;
+  double nmax = 0;
+  for (std::size_t t = 0; t < m; ++t) {
+    double q = 0;
+    for (std::size_t j = 0; j < dim; ++j) q += static_cast<double>(ct[t * dim + j]) * static_cast<double>(ct[t * dim + j]);
+    nmax = std::max(nmax, q);
+  }
+  sl.cmax = std::sqrt(nmax) * (1 + 0x1p-50);
+  sl.factor = 4 * bounds::gamma<T>(2 * dim + 4);
+  sl.eta = 8 * static_cast<double>(dim + 4) * static_cast<double>(std::numeric_limits<T>::denorm_min());
+  const std::size_t nr = panel_->nr;
+  const std::size_t npanels = (m + nr - 1) / nr;
+  std::vector<T> ids(npanels * nr);
+  for (std::size_t p = 0; p < ids.size(); ++p) ids[p] = static_cast<T>(p);  // packed in index order
+  const std::size_t pad = table_->center_pad;
+  const T* packed = packed_.data();
+  std::uint64_t computed = 0;
+  for_each_chunk([&](const Chunk<T>& ch) {
+    // Rows in memory: one chunk, numbered as the sketch numbers them.
+    const std::size_t nb = (ch.x.rows + kManyRows - 1) / kManyRows;
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1) reduction(+ : computed)
+    for (std::size_t blk = 0; blk < nb; ++blk) {
+      const std::size_t r0 = blk * kManyRows, r1 = std::min(ch.x.rows, r0 + kManyRows);
+      const std::size_t rows = r1 - r0;
+      const std::size_t g0 = ch.first + r0;
+      // The rows packed as assign_rows packs them (slivers of pad rows).
+      std::vector<T> xp((rows + pad - 1) / pad * pad * dim), xnorm((rows + pad - 1) / pad * pad);
+      std::uint32_t idx[kManyRows];
+      for (std::size_t i = 0; i < rows; ++i) idx[i] = static_cast<std::uint32_t>(r0 + i);
+      for (std::size_t s0 = 0; s0 < rows; s0 += pad) {
+        table_->pack_rows(ch.pts, idx + s0, std::min(pad, rows - s0), xp.data() + s0 * dim, xnorm.data() + s0);
+      }
+      // Each row's closest distance widened by FlashAssign's error, as the filter takes it.
+      float clin[kManyRows];
+      for (std::size_t i = 0; i < rows; ++i) {
+        const double cl = static_cast<double>(seed_closest_[g0 + i]);
+        const double r = seed_norm_[g0 + i] * (1 + 0x1p-40);
+        clin[i] = bounds::up(cl + 2 * sl.eps(r));
+      }
+      for (std::size_t i = rows; i < kManyRows; ++i) clin[i] = 0.0f;
+      T best[kManyRows];
+      std::int32_t bidx[kManyRows];
+      std::fill_n(best, kManyRows, std::numeric_limits<T>::infinity());
+      std::fill_n(bidx, kManyRows, -1);
+      std::uint64_t bits[kManyRows];
+      std::uint32_t mask[kSketchRows];
+      const T* xr[kManyRows + 64];
+      std::uint32_t who[kManyRows];
+      T min1[kManyRows + 64], min2[kManyRows + 64];
+      std::int32_t idx1[kManyRows + 64];
+      for (std::size_t p = 0; p < npanels; ++p) {
+        const std::size_t c0 = p * nr, c1 = std::min(m, c0 + nr);
+        std::fill_n(bits, rows, 0);
+        for (std::size_t b = g0 / kSketchRows; b * kSketchRows < ch.first + r1; ++b) {
+          const std::size_t i0 = b * kSketchRows - g0;  // the block's first row in this range
+          for (std::size_t t0 = c0; t0 < c1; t0 += kMaxFew) {
+            SketchArgs g{};
+            g.q = seed_sketch_.block_q(b);
+            g.quads = seed_sketch_.quads;
+            g.a = seed_sketch_.a.data() + b * kSketchRows;
+            g.s = seed_sketch_.s.data() + b * kSketchRows;
+            g.delta = seed_sketch_.delta.data() + b * kSketchRows;
+            g.cl = clin + i0;
+            g.cq = cs.cq.data() + t0 * g.quads;
+            g.cw = cs.cw.data() + t0 * g.quads;
+            g.cfix = cs.cfix.data() + t0;
+            g.cb = cs.cb.data() + t0;
+            g.cs = cs.cs.data() + t0;
+            g.cdelta = cs.cdelta.data() + t0;
+            g.m = std::min(kMaxFew, c1 - t0);
+            g.tau = 0x1p-126f;
+            g.over = 1.0f;
+            table_->sketch_mask(g, mask);
+            const std::size_t n_in = std::min<std::size_t>(kSketchRows, rows - i0);
+            for (std::size_t i = 0; i < n_in; ++i) bits[i0 + i] |= static_cast<std::uint64_t>(mask[i]) << (t0 - c0);
+          }
+        }
+        // The rows the filter kept for this panel, scored by FlashAssign's arithmetic.
+        std::size_t nk = 0;
+        for (std::size_t i = 0; i < rows; ++i) {
+          who[nk] = static_cast<std::uint32_t>(i);
+          nk += bits[i] != 0;
+        }
+        if (nk == 0) continue;
+        const std::size_t nkp = (nk + pad - 1) / pad * pad;
+        for (std::size_t j = 0; j < nkp; ++j) xr[j] = xp.data() + static_cast<std::size_t>(who[std::min(j, nk - 1)]) * dim;
+        panel_->group_min(xr, dim, packed, ids.data(), m, c0, c1, nk, min1, idx1, min2);
+        computed += nk * (c1 - c0);
+        for (std::size_t j = 0; j < nk; ++j) {
+          const std::size_t i = who[j];
+          // Panels in index order: a strictly lower score wins, an equal one keeps the earlier
+          // (lower) index, as assign_rows' running comparison does.
+          if (min1[j] < best[i] || (bidx[i] < 0 && !(min1[j] > best[i]))) {
+            best[i] = min1[j];
+            bidx[i] = idx1[j];
+          }
+        }
+      }
+      for (std::size_t i = 0; i < rows; ++i) {
+        if (bidx[i] < 0) continue;
+        const T d = std::max(T(0), xnorm[i] + best[i]);
+        if (d < seed_closest_[g0 + i]) {
+          seed_closest_[g0 + i] = d;
+          seed_owner_[g0 + i] = base + bidx[i];
+        }
       }
     }
   });
-  seed_centres_.insert(seed_centres_.end(), centres, centres + m * dim_);
-  seed_count_ += m;
+  seed_distances_ += computed;
+  if (computed * 4 > n_ * m) seed_many_sketch_ = false;
+  return true;
 }
 
 template <class T>

@@ -277,6 +277,10 @@ class CpuEngine final : public Engine<T> {
   bool seed_sketch_allowed_ = true;  // KMeansOptions::seed_sketch
   bool seed_sketch_on_ = false;
   bool seed_step_sketch_ = false;
+  // k-means||'s rounds (seed_add_many): filtered by the sketch while that pays (off after a
+  // round that computed more than a quarter of its pairs).
+  bool seed_many_sketch_ = true;
+  bool seed_add_many_sketched(const double* centres, std::size_t m, std::int32_t base);
 
   std::vector<std::uint64_t> hist_;
   std::vector<std::uint64_t> offsets_;

@@ -235,6 +235,63 @@ TYPED_TEST(SeedingTest, ParallelInitIsDeterministic) {
   EXPECT_NE(std::memcmp(first.data(), other.centroids.data(), first.size() * sizeof(T)), 0) << "the seed is used";
 }
 
+// k-means||'s rounds over rows in memory with D >= 16 are filtered by the 8-bit sketch after
+// the first: the centres are bitwise those of unfiltered rounds (seed_sketch off, and streamed
+// rows, which have no sketch), for 1 and 3 threads, with weights, on awkward D, duplicates,
+// overlapping and well separated blobs and data far from the origin; and the filter skips
+// most of the pairs.
+TYPED_TEST(SeedingTest, ParallelInitSketchedRoundsBitwise) {
+  using T = TypeParam;
+  struct Shape {
+    std::size_t n, d, k;
+    double spread, offset;
+  };
+  const Shape shapes[] = {{3001, 16, 60, 4.0, 0.0}, {2500, 33, 100, 1.0, 0.0}, {2000, 64, 40, 6.0, 1000.0},
+                          {1500, 17, 200, 4.0, -50.0}};
+  std::uint64_t all_filtered = 0, all_unfiltered = 0;
+  for (const Shape& sh : shapes) {
+    auto X = blobs<T>(sh.n, sh.d, sh.k / 2, 41 + sh.d, sh.spread, sh.offset);
+    for (std::size_t j = 0; j < sh.d; ++j) X[7 * sh.d + j] = X[8 * sh.d + j];  // duplicate rows
+    std::vector<double> w(sh.n);
+    std::mt19937_64 rng(sh.n);
+    for (auto& v : w) v = static_cast<double>(rng() % 3) + 0.5;
+    KMeansOptions o;
+    o.n_clusters = sh.k;
+    o.init = InitMethod::kMeansParallel;
+    o.max_iter = 1;
+    o.seed = 5;
+    o.sample_weight = w;
+    std::uint64_t distances = 0;
+    o.seed_callback = [&](const SeedStats& st) {
+      if (std::string(st.phase) == "k-means||") distances = st.distances;
+    };
+    std::vector<T> want;
+    {
+      KMeansOptions plain = o;
+      plain.seed_sketch = false;
+      plain.n_threads = 2;
+      want = fit(MatrixView<T>(X.data(), sh.n, sh.d), plain).centroids;
+    }
+    const std::uint64_t unfiltered = distances;
+    for (int threads : {1, 3}) {
+      o.n_threads = threads;
+      const auto got = fit(MatrixView<T>(X.data(), sh.n, sh.d), o).centroids;
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(T)), 0)
+          << "d=" << sh.d << " k=" << sh.k << " threads=" << threads;
+      // Rounds 2..5 filtered: fewer pairs than unfiltered rounds (a kept pair costs its
+      // candidate's whole panel, so on well separated blobs, where each round's candidates
+      // from a row's own blob survive, the saving is small).
+      EXPECT_LT(distances, unfiltered) << "d=" << sh.d << " k=" << sh.k;
+      all_filtered += threads == 1 ? distances : 0;
+    }
+    all_unfiltered += unfiltered;
+    ChunkSource<T> src(X, sh.n, sh.d);
+    const auto streamed = fit(src, o).centroids;
+    EXPECT_EQ(std::memcmp(want.data(), streamed.data(), want.size() * sizeof(T)), 0) << "streamed d=" << sh.d;
+  }
+  EXPECT_LT(all_filtered * 2, all_unfiltered) << "the filter skips most pairs over all shapes";
+}
+
 // Converged inertia from k-means|| within 1% of k-means++'s (median over 5 seeds).
 template <class T>
 void expect_parallel_quality(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k) {
