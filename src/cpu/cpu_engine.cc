@@ -29,6 +29,14 @@ namespace {
 // fewest candidates in a round for the filter to be tried.
 constexpr std::size_t kManyRows = 256;
 constexpr std::size_t kManySketchMin = 64;
+
+// v rounded down to float (-inf stays, NaN gives -inf: no bound).
+float down(double v) {
+  if (!(v == v)) return -std::numeric_limits<float>::infinity();
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  return f;
+}
 }  // namespace
 
 // Rows per call of the one-centroid distance kernel (a stack buffer).
@@ -447,6 +455,13 @@ bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, 
   sl.cmax = std::sqrt(nmax) * (1 + 0x1p-50);
   sl.factor = 4 * bounds::gamma<T>(2 * dim + 4);
   sl.eta = 8 * static_cast<double>(dim + 4) * static_cast<double>(std::numeric_limits<T>::denorm_min());
+  // The filter's separable test (SketchArgs::rr): per candidate its cc, per row its rr.
+  constexpr double kLambda = 0x1p-6;
+  std::vector<float> cc(m);
+  for (std::size_t t = 0; t < m; ++t) {
+    const double cd = static_cast<double>(cs.cdelta[t]);
+    cc[t] = down(static_cast<double>(cs.cb[t]) * (1 - 0x1p-18) - (1 + 1 / kLambda) * cd * cd * (1 + 0x1p-20));
+  }
   const std::size_t nr = panel_->nr;
   const std::size_t npanels = (m + nr - 1) / nr;
   std::vector<T> ids(npanels * nr);
@@ -469,14 +484,16 @@ bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, 
       for (std::size_t s0 = 0; s0 < rows; s0 += pad) {
         table_->pack_rows(ch.pts, idx + s0, std::min(pad, rows - s0), xp.data() + s0 * dim, xnorm.data() + s0);
       }
-      // Each row's closest distance widened by FlashAssign's error, as the filter takes it.
-      float clin[kManyRows];
+      // Each row's closest distance widened by FlashAssign's error (X), turned into the
+      // separable test's rr with R = sqrt(X) + delta (double, widened).
+      float rr[kManyRows];
       for (std::size_t i = 0; i < rows; ++i) {
         const double cl = static_cast<double>(seed_closest_[g0 + i]);
         const double r = seed_norm_[g0 + i] * (1 + 0x1p-40);
-        clin[i] = bounds::up(cl + 2 * sl.eps(r));
+        const double R = std::sqrt(cl + 2 * sl.eps(r)) * (1 + 0x1p-50) + static_cast<double>(seed_sketch_.delta[g0 + i]);
+        rr[i] = down(static_cast<double>(seed_sketch_.a[g0 + i]) * (1 - 0x1p-18) - (1 + kLambda) * R * R * (1 + 0x1p-20));
       }
-      for (std::size_t i = rows; i < kManyRows; ++i) clin[i] = 0.0f;
+      for (std::size_t i = rows; i < kManyRows; ++i) rr[i] = -std::numeric_limits<float>::infinity();
       T best[kManyRows];
       std::int32_t bidx[kManyRows];
       std::fill_n(best, kManyRows, std::numeric_limits<T>::infinity());
@@ -499,7 +516,9 @@ bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, 
             g.a = seed_sketch_.a.data() + b * kSketchRows;
             g.s = seed_sketch_.s.data() + b * kSketchRows;
             g.delta = seed_sketch_.delta.data() + b * kSketchRows;
-            g.cl = clin + i0;
+            g.cl = rr + i0;  // not read by the separable test
+            g.rr = rr + i0;
+            g.cc = cc.data() + t0;
             g.cq = cs.cq.data() + t0 * g.quads;
             g.cw = cs.cw.data() + t0 * g.quads;
             g.cfix = cs.cfix.data() + t0;

@@ -88,6 +88,18 @@ struct SketchArgs {
   std::size_t m;             // candidates, at most kMaxFew
   float tau;                 // the kernels' distance slack: a computed squared distance d^ to a
   float over;                //   candidate is >= cl when the exact one is >= (cl + tau) * over
+  /// The separable test (k-means||'s rounds, thousands of candidates a row): with rr and cc,
+  /// bit t of row i is cleared when fl(fl(s_i cs_t) p) <= fl(rr_i + cc_t), p the exact q . cq
+  /// (cl, tau and over are not read). The caller sets, rounded down to float,
+  ///   rr_i <= a_i (1 - 2^-18) - (1 + lambda) R_i^2 (1 + 2^-20),  R_i >= sqrt(X_i) + delta_i,
+  ///   cc_t <= cb_t (1 - 2^-18) - (1 + 1 / lambda) cdelta_t^2 (1 + 2^-20),
+  /// for any lambda > 0. As (R + cd)^2 <= (1 + lambda) R^2 + (1 + 1 / lambda) cd^2, and the
+  /// three roundings of the product (<= 3.01 u (a + cb)) and the one of the sum are far inside
+  /// the 2^-18 and 2^-20 margins, a cleared bit proves ||s q - s' q'|| >= sqrt(X_i) + delta_i +
+  /// cdelta_t, so the exact distance is >= X_i. Five float operations a pair, where the test
+  /// above takes eleven.
+  const float* rr = nullptr;  // per row
+  const float* cc = nullptr;  // per candidate
 };
 
 /// The sketch filter's float margins: 1 + 2^-18 on radii and thresholds, 2^-18 (a + b) on

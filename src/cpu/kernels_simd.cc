@@ -702,11 +702,25 @@ void SketchMaskM(const SketchArgs& g, std::uint32_t* mask) {
       for (std::size_t t = 0; t < M; ++t) hn::Store(hn::RearrangeToOddPlusEven(acc0[t], acc1[t]), di, half[part] + t * N);
     }
     const VF a = hn::LoadU(df, g.a + h), s = hn::LoadU(df, g.s + h);
+    VI bits = hn::Zero(di);
+    if (g.rr) {
+      // The separable test (SketchArgs::rr).
+      const VF rr = hn::LoadU(df, g.rr + h);
+#pragma GCC unroll 16
+      for (std::size_t t = 0; t < M; ++t) {
+        const VI lo = hn::Load(di, half[0] + t * N), hi = hn::Load(di, half[1] + t * N);
+        const VI dot = hn::Sub(hn::Add(hn::ConcatEven(di, hi, lo), hn::ConcatOdd(di, hi, lo)), hn::Set(di, g.cfix[t]));
+        const VF lhs = hn::Mul(hn::Mul(s, hn::Set(df, g.cs[t])), hn::ConvertTo(df, dot));
+        const auto skip = hn::RebindMask(di, hn::Le(lhs, hn::Add(rr, hn::Set(df, g.cc[t]))));
+        bits = hn::Or(bits, hn::IfThenZeroElse(skip, hn::Set(di, static_cast<std::int32_t>(std::uint32_t{1} << t))));
+      }
+      hn::StoreU(bits, di, reinterpret_cast<std::int32_t*>(mask + h));
+      continue;
+    }
     const VF cl = hn::LoadU(df, g.cl + h);
     const VF up = hn::Set(df, kSketchUp);
     const VF r = hn::Mul(hn::Sqrt(hn::Mul(hn::Add(cl, hn::Set(df, g.tau)), hn::Set(df, g.over))), up);
     const VF rd = hn::Add(r, hn::LoadU(df, g.delta + h));
-    VI bits = hn::Zero(di);
 #pragma GCC unroll 16
     for (std::size_t t = 0; t < M; ++t) {
       // Lane 2j + e of a half: pair e of its row j. Row sums in row order, less the bias.

@@ -37,21 +37,39 @@ static_assert(kSketchRows == 16, "one zmm of int32 lanes per block");
 
 template <std::size_t M>
 FLASHKM_VNNI void vnni_mask(const SketchArgs& g, std::uint32_t* mask) {
+  // Fully unrolled over the candidates, so that the accumulators stay in registers.
   __m512i acc[M];
+#pragma GCC unroll 16
   for (std::size_t t = 0; t < M; ++t) acc[t] = _mm512_setzero_si512();
   for (std::size_t p = 0; p < g.quads; ++p) {
     const __m512i x = _mm512_loadu_si512(g.q + p * kSketchRows * 4);
+#pragma GCC unroll 16
     for (std::size_t t = 0; t < M; ++t) {
       acc[t] = _mm512_dpbusd_epi32(acc[t], x, _mm512_set1_epi32(g.cq[t * g.quads + p]));
     }
   }
   const __m512 a = _mm512_loadu_ps(g.a), s = _mm512_loadu_ps(g.s);
+  if (g.rr) {
+    // The separable test (SketchArgs::rr).
+    const __m512 rr = _mm512_loadu_ps(g.rr);
+    __m512i bits = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (std::size_t t = 0; t < M; ++t) {
+      const __m512 p = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[t], _mm512_set1_epi32(g.cfix[t])));
+      const __m512 lhs = _mm512_mul_ps(_mm512_mul_ps(s, _mm512_set1_ps(g.cs[t])), p);
+      const __mmask16 keep = _mm512_cmp_ps_mask(lhs, _mm512_add_ps(rr, _mm512_set1_ps(g.cc[t])), _CMP_NLE_UQ);
+      bits = _mm512_mask_or_epi32(bits, keep, bits, _mm512_set1_epi32(static_cast<int>(1u << t)));
+    }
+    _mm512_storeu_si512(mask, bits);
+    return;
+  }
   const __m512 cl = _mm512_loadu_ps(g.cl);
   const __m512 up = _mm512_set1_ps(kSketchUp);
   const __m512 r = _mm512_mul_ps(
       _mm512_sqrt_ps(_mm512_mul_ps(_mm512_add_ps(cl, _mm512_set1_ps(g.tau)), _mm512_set1_ps(g.over))), up);
   const __m512 rd = _mm512_add_ps(r, _mm512_loadu_ps(g.delta));
   __mmask16 keep[M];
+#pragma GCC unroll 16
   for (std::size_t t = 0; t < M; ++t) {
     const __m512 p = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[t], _mm512_set1_epi32(g.cfix[t])));
     const __m512 ab = _mm512_add_ps(a, _mm512_set1_ps(g.cb[t]));
@@ -62,6 +80,7 @@ FLASHKM_VNNI void vnni_mask(const SketchArgs& g, std::uint32_t* mask) {
     keep[t] = _mm512_cmp_ps_mask(elo, thr, _CMP_NGE_UQ);  // !(elo >= thr): NaN keeps the pair
   }
   __m512i bits = _mm512_setzero_si512();
+#pragma GCC unroll 16
   for (std::size_t t = 0; t < M; ++t) {
     bits = _mm512_mask_or_epi32(bits, keep[t], bits, _mm512_set1_epi32(static_cast<int>(1u << t)));
   }

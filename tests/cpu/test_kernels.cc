@@ -214,7 +214,7 @@ TYPED_TEST(KernelTest, SqDistFewIsBitwiseSqDistOneForEveryM) {
   }
 }
 
-// k-means++'s sketch filter is sound on every target: a cleared bit means the kernels' own
+// k-means++'s sketch filter (and k-means||'s separable form of it) is sound on every target: a cleared bit means the kernels' own
 // computed distance is >= the row's closest distance, tested with closest distances placed
 // just below, at and just above the computed distances (and far below and above), for every
 // candidate count, odd D, data far from the origin, zero rows and candidates equal to rows. It
@@ -226,7 +226,13 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
   std::normal_distribution<double> g(0.0, 1.0);
   std::uniform_int_distribution<int> pick(0, 6);
   const double factors[] = {0.5, 1 - 1e-3, 1 - 1e-6, 1.0, 1 + 1e-6, 1 + 1e-3, 2.0};
-  std::size_t cleared_at_half = 0, at_half = 0;
+  std::size_t cleared_at_half[2] = {}, at_half[2] = {};
+  // Rounded down to float.
+  auto down = [](double v) {
+    float f = static_cast<float>(v);
+    if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+    return f;
+  };
   for (std::size_t d : {16, 17, 31, 64, 129, 784}) {
     for (double offset : {0.0, 1000.0}) {
       const std::size_t n = 45;  // three blocks, the last partial
@@ -271,6 +277,20 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
                                 sk.s.data() + b * detail::kSketchRows, sk.delta.data() + b * detail::kSketchRows,
                                 cl, cs.cq.data(), cs.cw.data(), cs.cfix.data(), cs.cb.data(), cs.cs.data(),
                                 cs.cdelta.data(), m, tau, over};
+          // The separable test's inputs (SketchArgs::rr) for the same X = (cl + tau) * over.
+          const double lambda = 0x1p-6;
+          float rr[detail::kSketchRows], cc[detail::kMaxFew];
+          for (std::size_t i = 0; i < detail::kSketchRows; ++i) {
+            const double R = std::sqrt((static_cast<double>(cl[i]) + tau) * over) * (1 + 0x1p-50) + ga.delta[i];
+            rr[i] = down(static_cast<double>(ga.a[i]) * (1 - 0x1p-18) - (1 + lambda) * R * R * (1 + 0x1p-20));
+          }
+          for (std::size_t t = 0; t < m; ++t) {
+            const double cd = cs.cdelta[t];
+            cc[t] = down(static_cast<double>(cs.cb[t]) * (1 - 0x1p-18) - (1 + 1 / lambda) * cd * cd * (1 + 0x1p-20));
+          }
+          for (const bool sep : {false, true}) {
+          ga.rr = sep ? rr : nullptr;
+          ga.cc = sep ? cc : nullptr;
           std::uint32_t want[detail::kSketchRows];
           detail::ref_sketch_mask(ga, want);
           for (const auto* tab : detail::kernel_tables<T>()) {
@@ -280,30 +300,33 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
               // The VNNI kernel (the AVX3 table's on this CPU) gives the reference's masks too.
               std::uint32_t vnni[detail::kSketchRows];
               detail::sketch_mask_vnni(ga, vnni);
-              ASSERT_TRUE(std::equal(vnni, vnni + detail::kSketchRows, want)) << "VNNI d=" << d << " m=" << m;
+              ASSERT_TRUE(std::equal(vnni, vnni + detail::kSketchRows, want)) << "VNNI sep=" << sep << " d=" << d << " m=" << m;
             }
             for (std::size_t i = 0; i < detail::kSketchRows; ++i) {
               const std::size_t r = b * detail::kSketchRows + i;
               if (r >= n) continue;
               // Exact integer sums and the same float steps: every target's mask is the reference's.
-              ASSERT_EQ(mask[i], want[i]) << tab->name << " d=" << d << " m=" << m << " row " << r;
+              ASSERT_EQ(mask[i], want[i]) << tab->name << " sep=" << sep << " d=" << d << " m=" << m << " row " << r;
               ASSERT_EQ(mask[i] >> m, 0u) << tab->name;
               for (std::size_t t = 0; t < m; ++t) {
                 if (mask[i] >> t & 1) continue;
                 ASSERT_GE(static_cast<double>(dist[t * n + r]), static_cast<double>(cl[i])) << tab->name << " d=" << d << " m=" << m << " row " << r << " cand " << t;
               }
               if (f[i] == 0.5 && r != 3 && r != 5) {
-                ++at_half;
-                cleared_at_half += !(mask[i] >> to[i] & 1);
+                ++at_half[sep];
+                cleared_at_half[sep] += !(mask[i] >> to[i] & 1);
               }
             }
+          }
           }
         }
       }
     }
   }
-  ASSERT_GT(at_half, 100u);
-  EXPECT_GE(cleared_at_half, at_half * 99 / 100) << cleared_at_half << " of " << at_half;
+  for (int sep : {0, 1}) {
+    ASSERT_GT(at_half[sep], 100u);
+    EXPECT_GE(cleared_at_half[sep], at_half[sep] * 99 / 100) << cleared_at_half[sep] << " of " << at_half[sep] << " sep=" << sep;
+  }
 }
 
 // The sketch's integer sums at the largest D it takes (65536) and the largest bytes: a row

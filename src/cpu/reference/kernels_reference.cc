@@ -192,6 +192,11 @@ void ref_sketch_mask(const SketchArgs& g, std::uint32_t* mask) {
           p += (static_cast<std::int64_t>(g.q[(k * kSketchRows + i) * 4 + h]) - 128) * c;
         }
       }
+      if (g.rr) {
+        const float lhs = (g.s[i] * g.cs[t]) * static_cast<float>(static_cast<std::int32_t>(p));
+        if (!(lhs <= g.rr[i] + g.cc[t])) bits |= std::uint32_t{1} << t;
+        continue;
+      }
       const float ab = g.a[i] + g.cb[t];
       const float e = ab - (g.s[i] * g.cs[t]) * static_cast<float>(p);
       const float elo = e - ab * kSketchErr;
