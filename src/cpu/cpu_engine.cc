@@ -511,21 +511,11 @@ bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, 
           const std::size_t i0 = b * kSketchRows - g0;  // the block's first row in this range
           for (std::size_t t0 = c0; t0 < c1; t0 += kMaxFew) {
             SketchArgs g{};
-            g.q = seed_sketch_.block_q(b);
-            g.quads = seed_sketch_.quads;
-            g.a = seed_sketch_.a.data() + b * kSketchRows;
-            g.s = seed_sketch_.s.data() + b * kSketchRows;
-            g.delta = seed_sketch_.delta.data() + b * kSketchRows;
+            seed_sketch_.point_at(g, b);
+            cs.point_at(g, seed_sketch_.quads, t0, std::min(kMaxFew, c1 - t0));
             g.cl = rr + i0;  // not read by the separable test
             g.rr = rr + i0;
             g.cc = cc.data() + t0;
-            g.cq = cs.cq.data() + t0 * g.quads;
-            g.cw = cs.cw.data() + t0 * g.quads;
-            g.cfix = cs.cfix.data() + t0;
-            g.cb = cs.cb.data() + t0;
-            g.cs = cs.cs.data() + t0;
-            g.cdelta = cs.cdelta.data() + t0;
-            g.m = std::min(kMaxFew, c1 - t0);
             g.tau = 0x1p-126f;
             g.over = 1.0f;
             table_->sketch_mask(g, mask);

@@ -143,14 +143,7 @@ void sketch_rows(const KernelTable<T>& table, const RowSketch& sk, const CandSke
                  std::size_t s, std::size_t rows, std::size_t t0, std::size_t mm, float tau, float over,
                  std::uint32_t* mask) {
   SketchArgs g{};
-  g.quads = sk.quads;
-  g.cq = cs.cq.data() + t0 * sk.quads;
-  g.cw = cs.cw.data() + t0 * sk.quads;
-  g.cfix = cs.cfix.data() + t0;
-  g.cb = cs.cb.data() + t0;
-  g.cs = cs.cs.data() + t0;
-  g.cdelta = cs.cdelta.data() + t0;
-  g.m = mm;
+  cs.point_at(g, sk.quads, t0, mm);
   g.tau = tau;
   g.over = over;
   std::uint32_t got[kSketchRows];
@@ -177,10 +170,7 @@ void sketch_rows(const KernelTable<T>& table, const RowSketch& sk, const CandSke
         cl[i] = r < sk.rows ? bounds::up(static_cast<double>(closest[r])) : 0.0f;
       }
     }
-    g.q = sk.block_q(b);
-    g.a = sk.a.data() + b0;
-    g.s = sk.s.data() + b0;
-    g.delta = sk.delta.data() + b0;
+    sk.point_at(g, b);
     g.cl = cl;
     table.sketch_mask(g, got);
     const std::size_t i0 = std::max(b0, s), i1 = std::min(b0 + kSketchRows, s + rows);

@@ -34,6 +34,14 @@ struct RowSketch {
   bool build(const PointsRef<T>& pts, std::size_t r0, std::size_t r1);
   /// Block b's q values.
   const std::uint8_t* block_q(std::size_t b) const { return q.data() + b * quads * kSketchRows * 4; }
+  /// Points g's row fields (q, quads, a, s, delta) at block b.
+  void point_at(SketchArgs& g, std::size_t b) const {
+    g.q = block_q(b);
+    g.quads = quads;
+    g.a = a.data() + b * kSketchRows;
+    g.s = s.data() + b * kSketchRows;
+    g.delta = delta.data() + b * kSketchRows;
+  }
 };
 
 /// One step's candidates sketched (m x dim, as the kernels subtract them; a candidate outside
@@ -45,6 +53,16 @@ struct CandSketch {
   std::vector<float> cb, cs, cdelta;
   template <class T>
   bool build(const T* cands, std::size_t m, std::size_t dim);
+  /// Points g's candidate fields at candidates [t0, t0 + mm) (quads per candidate as built).
+  void point_at(SketchArgs& g, std::size_t quads, std::size_t t0, std::size_t mm) const {
+    g.cq = cq.data() + t0 * quads;
+    g.cw = cw.data() + t0 * quads;
+    g.cfix = cfix.data() + t0;
+    g.cb = cb.data() + t0;
+    g.cs = cs.data() + t0;
+    g.cdelta = cdelta.data() + t0;
+    g.m = mm;
+  }
 };
 
 /// Whether the sketch is used for rows of dim features: from 16 features on it is smaller than
