@@ -438,6 +438,9 @@ void CpuEngine<T>::seed_add_many(const double* centres, std::size_t m) {
 // assign_rows does; its distance is max(0, ||x||^2 + score) as there.
 template <class T>
 bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, std::int32_t base) {
+  // Rows in memory are one chunk from row 0, numbered as the sketch numbers them; a panel's
+  // kept pairs fit one 64-bit word per row.
+  if (!data_.in_memory() || panel_->nr > 64) return false;
   const std::size_t dim = dim_;
   std::vector<T> ct(m * dim);  // the candidates as the packed panels hold them
   for (std::size_t i = 0; i < m * dim; ++i) ct[i] = static_cast<T>(centres[i]);

@@ -169,6 +169,9 @@ struct KernelTable {
   /// keeps cl): the integer dot products q . cq are exact, and every float rounding of the test
   /// is covered, so a target may round its float steps its own way. A set bit proves nothing.
   void (*sketch_mask)(const SketchArgs& args, std::uint32_t* mask);
+  /// The target's portable (Highway) sketch filter, which sketch_mask replaces by VNNI's where
+  /// the CPU has it: kept so that the tests run it on every machine.
+  void (*sketch_mask_portable)(const SketchArgs& args, std::uint32_t* mask);
 };
 
 /// Every compiled target's tables the running CPU supports, best first, then the reference.

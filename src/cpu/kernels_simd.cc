@@ -765,8 +765,10 @@ const KernelTable<T>* Table() {
       &PackRows<T>,
       &AccumulateRun<T>,
 #if HWY_TARGET == HWY_AVX3
-      sketch_vnni_usable() ? &sketch_mask_vnni : &SketchMask};
+      sketch_vnni_usable() ? &sketch_mask_vnni : &SketchMask,
+      &SketchMask};
 #else
+      &SketchMask,
       &SketchMask};
 #endif
   return &table;

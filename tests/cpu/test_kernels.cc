@@ -302,6 +302,11 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
               detail::sketch_mask_vnni(ga, vnni);
               ASSERT_TRUE(std::equal(vnni, vnni + detail::kSketchRows, want)) << "VNNI sep=" << sep << " d=" << d << " m=" << m;
             }
+            // And the target's portable kernel, which VNNI replaces where the CPU has it.
+            std::uint32_t portable[detail::kSketchRows];
+            tab->sketch_mask_portable(ga, portable);
+            ASSERT_TRUE(std::equal(portable, portable + detail::kSketchRows, want))
+                << tab->name << " portable sep=" << sep << " d=" << d << " m=" << m;
             for (std::size_t i = 0; i < detail::kSketchRows; ++i) {
               const std::size_t r = b * detail::kSketchRows + i;
               if (r >= n) continue;
@@ -330,8 +335,9 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
 }
 
 // The sketch's integer sums at the largest D it takes (65536) and the largest bytes: a row
-// equal to a candidate (every feature at +-127, the biased sum near 2^31) keeps the pair, on
-// every target; a row of opposite sign is proved far.
+// equal to a candidate (every feature at +-127) keeps the pair, on every target; a row of
+// opposite sign is proved far; row 2, all +1 like candidate 1, makes the biased sum
+// 255 * 127 * 65536 = 2,122,383,360, the largest there is (just under 2^31).
 TEST(SketchFilter, LargestSumsDoNotOverflow) {
   const std::size_t d = 65536, n = detail::kSketchRows;
   std::vector<float> x(n * d), shift(d, 0.0f), c(2 * d);
@@ -341,6 +347,7 @@ TEST(SketchFilter, LargestSumsDoNotOverflow) {
     c[j] = v;           // candidate 0
     c[d + j] = 1.0f;    // candidate 1: all +1
     for (std::size_t i = 0; i < n; ++i) x[i * d + j] = i % 2 ? -v : v;
+    x[2 * d + j] = 1.0f;
   }
   const PointsRef<float> pts{x.data(), d, d, shift.data()};
   detail::RowSketch sk;
@@ -356,14 +363,19 @@ TEST(SketchFilter, LargestSumsDoNotOverflow) {
   std::uint32_t want[detail::kSketchRows];
   detail::ref_sketch_mask(ga, want);
   std::vector<void (*)(const detail::SketchArgs&, std::uint32_t*)> fns;
-  for (const auto* tab : detail::kernel_tables<float>()) fns.push_back(tab->sketch_mask);
+  for (const auto* tab : detail::kernel_tables<float>()) {
+    fns.push_back(tab->sketch_mask);
+    fns.push_back(tab->sketch_mask_portable);
+  }
   if (detail::sketch_vnni_usable()) fns.push_back(&detail::sketch_mask_vnni);
   for (auto* fn : fns) {
     std::uint32_t mask[detail::kSketchRows];
     fn(ga, mask);
     for (std::size_t i = 0; i < n; ++i) {
       EXPECT_EQ(mask[i], want[i]) << "row " << i;
-      if (i % 2 == 0) {
+      if (i == 2) {
+        EXPECT_TRUE(mask[i] >> 1 & 1) << "row 2 equals candidate 1";
+      } else if (i % 2 == 0) {
         EXPECT_TRUE(mask[i] & 1) << "row " << i << " equals candidate 0";
       } else {
         EXPECT_FALSE(mask[i] & 1) << "row " << i << " is candidate 0 negated (distance 4 D)";

@@ -180,8 +180,8 @@ void ref_accumulate(const PointsRef<T>& pts, const std::uint32_t* idx, std::size
 
 void ref_sketch_mask(const SketchArgs& g, std::uint32_t* mask) {
   for (std::size_t i = 0; i < kSketchRows; ++i) {
-    const float r = std::sqrt((g.cl[i] + g.tau) * g.over) * kSketchUp;
-    const float rd = r + g.delta[i];
+    // cl, tau and over are read by the classic test only (SketchArgs::rr).
+    const float rd = g.rr ? 0.0f : std::sqrt((g.cl[i] + g.tau) * g.over) * kSketchUp + g.delta[i];
     std::uint32_t bits = 0;
     for (std::size_t t = 0; t < g.m; ++t) {
       std::int64_t p = 0;
@@ -215,7 +215,8 @@ const KernelTable<T>& reference_table() {
                                      &ref_sqdist<T>, &ref_group_min<T>};
   static const KernelTable<T> table{"reference", panel, panel, &ref_sqdist_one<T>,
                                     &ref_sqdist_few<T>, &ref_sqdist_listed<T>, &ref_center_rows<T>, 1,
-                                    &ref_pack_rows<T>, &ref_accumulate<T>, &ref_sketch_mask};
+                                    &ref_pack_rows<T>, &ref_accumulate<T>, &ref_sketch_mask,
+                                    &ref_sketch_mask};
   return table;
 }
 
