@@ -400,29 +400,41 @@ std::vector<double> CpuEngine<T>::seed_oversample(double l, double psi, std::uin
 
 template <class T>
 void CpuEngine<T>::seed_add_many(const double* centres, std::size_t m) {
-  // Euclidean FlashAssign whatever the metric (cosine and dot seed on distances too).
-  const bool inner = inner_product_;
-  inner_product_ = false;
-  set_centroids(centres, m);
-  inner_product_ = inner;
   const auto base = static_cast<std::int32_t>(seed_count_);
-  // The first round's rows are all measured to one centre, so most pairs would pass the
-  // filter: it runs from the second round on (the result is the same either way).
-  const bool sketched = seed_sketch_on_ && seed_many_sketch_ && seed_count_ > 1 && m >= kManySketchMin &&
-                        seed_add_many_sketched(centres, m, base);
-  if (!sketched) {
-    std::vector<std::int32_t> lab(n_, 0);
-    std::vector<T> dist(n_);
-    assign(lab.data(), dist.data());
-    seed_distances_ += n_ * m;
-    for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
-      for (std::size_t i = r0; i < r1; ++i) {
-        if (dist[i] < seed_closest_[i]) {
-          seed_closest_[i] = dist[i];
-          seed_owner_[i] = base + lab[i];
+  // The candidates go in index order, in parts: a row's closest distance and owner after each
+  // part is the smaller of its own and the part's best (lowest index on ties), so after the last
+  // part they are the same as one pass over all of them. Where the sketch can filter, the first
+  // round (every row measured to one centre so far: most pairs would pass the filter) scores
+  // its first eighth by FlashAssign and the rest, against the closer distances that leaves, by
+  // the filter; later rounds filter all of theirs.
+  const bool may_filter = seed_sketch_on_ && seed_many_sketch_;
+  const std::size_t first = may_filter && seed_count_ == 1 ? std::max(kManySketchMin, m / 8) : 0;
+  for (std::size_t done = 0; done < m;) {
+    const std::size_t len = done == 0 && first > 0 ? std::min(m, first) : m - done;
+    const double* part = centres + done * dim_;
+    const auto part_base = static_cast<std::int32_t>(static_cast<std::size_t>(base) + done);
+    // Euclidean FlashAssign whatever the metric (cosine and dot seed on distances too).
+    const bool inner = inner_product_;
+    inner_product_ = false;
+    set_centroids(part, len);
+    inner_product_ = inner;
+    const bool sketched = seed_sketch_on_ && seed_many_sketch_ && (seed_count_ > 1 || done > 0) &&
+                          len >= kManySketchMin && seed_add_many_sketched(part, len, part_base, seed_count_ > 1);
+    if (!sketched) {
+      std::vector<std::int32_t> lab(n_, 0);
+      std::vector<T> dist(n_);
+      assign(lab.data(), dist.data());
+      seed_distances_ += n_ * len;
+      for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t i = r0; i < r1; ++i) {
+          if (dist[i] < seed_closest_[i]) {
+            seed_closest_[i] = dist[i];
+            seed_owner_[i] = part_base + lab[i];
+          }
         }
-      }
-    });
+      });
+    }
+    done += len;
   }
   seed_centres_.insert(seed_centres_.end(), centres, centres + m * dim_);
   seed_count_ += m;
@@ -437,7 +449,7 @@ void CpuEngine<T>::seed_add_many(const double* centres, std::size_t m) {
 // the rows packed by pack_rows), and the row keeps the lowest score, lowest index on ties, as
 // assign_rows does; its distance is max(0, ||x||^2 + score) as there.
 template <class T>
-bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, std::int32_t base) {
+bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, std::int32_t base, bool judge) {
   // Rows in memory are one chunk from row 0, numbered as the sketch numbers them; a panel's
   // kept pairs fit one 64-bit word per row.
   if (!data_.in_memory() || panel_->nr > 64) return false;
@@ -558,7 +570,9 @@ bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, 
     }
   });
   seed_distances_ += computed;
-  if (computed * 4 > n_ * m) seed_many_sketch_ = false;
+  // Only later rounds decide whether the filter pays (the first round's filtered part keeps
+  // many pairs, its rows being measured to few centres).
+  if (judge && computed * 4 > n_ * m) seed_many_sketch_ = false;
   return true;
 }
 

@@ -280,7 +280,7 @@ class CpuEngine final : public Engine<T> {
   // k-means||'s rounds (seed_add_many): filtered by the sketch while that pays (off after a
   // round that computed more than a quarter of its pairs).
   bool seed_many_sketch_ = true;
-  bool seed_add_many_sketched(const double* centres, std::size_t m, std::int32_t base);
+  bool seed_add_many_sketched(const double* centres, std::size_t m, std::int32_t base, bool judge);
 
   std::vector<std::uint64_t> hist_;
   std::vector<std::uint64_t> offsets_;
