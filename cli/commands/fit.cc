@@ -114,7 +114,8 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info, const Ranks& ranks) {
     needs.prune = a.prune != "off";
     needs.prune_auto = a.prune == "auto";  // where the bounds would not fit, prune less rather than fail
     needs.keep_half = !ranks.distributed();
-    needs.seed_sketch = a.init == "k-means++";
+    // k-means++ and k-means||'s rounds (since 2026-12-06) seed rows in memory with their sketch.
+    needs.seed_sketch = a.init == "k-means++" || a.init == "k-means||";
     plan = plan_load<T>(mine, memory_limit(a, ranks), needs);
   });
   set_run_options(a, k, opt);

@@ -121,10 +121,10 @@ struct KMeansOptions {
   std::string target{};                ///< SIMD target to force ("" = best available, or the
                                        ///< FLASHKM_TARGET environment variable when set)
   Prune prune = Prune::kAuto;          ///< bounded assignment (see Prune); never changes the result
-  bool seed_sketch = true;             ///< k-means++ may keep an 8-bit copy of the rows while it
-                                       ///< seeds (rows in memory, D >= 16: N * D bytes plus 12 per
-                                       ///< row) to skip most distances; false saves that memory.
-                                       ///< Never changes the result
+  bool seed_sketch = true;             ///< seeding (k-means++, k-means||) may keep an 8-bit copy
+                                       ///< of the rows (rows in memory, D >= 16: N * D bytes plus
+                                       ///< 12 per row) to skip most distances; false saves that
+                                       ///< memory. Never changes the result
   Metric metric = Metric::kEuclidean;  ///< cosine / dot: see Metric. The inertia becomes
                                        ///< sum w (1 - cos) and -sum w x.c; tol is absolute on
                                        ///< the (unit) centroids for cosine

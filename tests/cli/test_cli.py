@@ -500,16 +500,19 @@ class Stream(Base):
         # 40,000 x 64 float32 (10.2 MB) with 56 bytes a row of state fits in 14 MiB, but not
         # with k-means++'s 8-bit sketch (76 bytes a row more): the rows stay in memory and the
         # seeding runs without the sketch, with bitwise the same result.
+        # k-means|| too (its rounds use the sketch).
         x = self.make_data("x.npy", 40000, 64, 4, seed=5)
-        args = ["fit", x, "-k", "4", "--prune", "off", "--max-iter", "5", "--seed", "2", "--json", "-q"]
-        tight = json.loads(self.run_km(*args, "-o", "ct.npy", "--memory-limit", "14M").stdout)
-        roomy = json.loads(self.run_km(*args, "-o", "cr.npy", "--memory-limit", "64M").stdout)
-        self.assertFalse(tight["streamed"])
-        self.assertFalse(roomy["streamed"])
-        self.assertFalse(tight["seed_sketch"])
-        self.assertTrue(roomy["seed_sketch"])
-        with open(self.path("ct.npy"), "rb") as f, open(self.path("cr.npy"), "rb") as g:
-            self.assertEqual(f.read(), g.read())
+        for init in ("k-means++", "k-means||"):
+            args = ["fit", x, "-k", "4", "--prune", "off", "--max-iter", "5", "--seed", "2", "--json", "-q",
+                    "--init", init]
+            tight = json.loads(self.run_km(*args, "-o", "ct.npy", "--memory-limit", "14M").stdout)
+            roomy = json.loads(self.run_km(*args, "-o", "cr.npy", "--memory-limit", "64M").stdout)
+            self.assertFalse(tight["streamed"], init)
+            self.assertFalse(roomy["streamed"], init)
+            self.assertFalse(tight["seed_sketch"], init)
+            self.assertTrue(roomy["seed_sketch"], init)
+            with open(self.path("ct.npy"), "rb") as f, open(self.path("cr.npy"), "rb") as g:
+                self.assertEqual(f.read(), g.read(), init)
 
     def test_limit_too_small_is_a_usage_error(self):
         x = self.make_data("x.npy", 50000, 64, 4)
