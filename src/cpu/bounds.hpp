@@ -5,6 +5,7 @@
 // rounding error, so a test that passes is a proof about the kernels' own float scores.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -143,6 +144,35 @@ struct Slack {
   /// (cmax + r)^2 covers all of it with room for the double arithmetic of the tests.
   double eps(double r) const { return factor * (cmax + r) * (cmax + r) + eta; }
 };
+
+/// [nmin, nmax] holding the exact squared norm of each of the k rows c (dim values of T each):
+/// float64 sums of squares, widened by their own rounding.
+template <class T>
+void norm_range(const T* c, std::size_t k, std::size_t dim, double& nmin, double& nmax) {
+  const double rel = 1 + static_cast<double>(dim + 4) * 0x1p-52;
+  nmin = std::numeric_limits<double>::infinity();
+  nmax = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    double sq = 0;
+    for (std::size_t j = 0; j < dim; ++j) {
+      const double v = static_cast<double>(c[i * dim + j]);
+      sq += v * v;
+    }
+    nmin = std::min(nmin, sq / rel);
+    nmax = std::max(nmax, sq * rel);
+  }
+}
+
+/// The Euclidean Slack of the kernels' scores (T, dim features) against centroids whose squared
+/// norms are at most nmax (nmin, nmax and dn left 0).
+template <class T>
+Slack euclidean_slack(std::size_t dim, double nmax) {
+  Slack sl;
+  sl.cmax = std::sqrt(nmax) * (1 + 0x1p-50);
+  sl.factor = 4 * gamma<T>(2 * dim + 4);
+  sl.eta = 8 * static_cast<double>(dim + 4) * static_cast<double>(std::numeric_limits<T>::denorm_min());
+  return sl;
+}
 
 /// 1 - 2^-48: the tests' double rounding margin on a product of two stored bounds.
 inline constexpr double kTestMargin = 1.0 - 0x1p-48;

@@ -118,21 +118,10 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
   if (!prune_) return;
   cur_c_.resize(k * dim_);
   for (std::size_t i = 0; i < k * dim_; ++i) cur_c_[i] = static_cast<T>(centroids[i]);
-  const double rel = 1 + static_cast<double>(dim_ + 4) * 0x1p-52;  // double sums of squares
-  double nmin = std::numeric_limits<double>::infinity(), nmax = 0;
-  for (std::size_t c = 0; c < k; ++c) {
-    double sq = 0;
-    for (std::size_t j = 0; j < dim_; ++j) {
-      const double v = static_cast<double>(cur_c_[c * dim_ + j]);
-      sq += v * v;
-    }
-    nmin = std::min(nmin, sq / rel);
-    nmax = std::max(nmax, sq * rel);
-  }
+  double nmin = 0, nmax = 0;
+  bounds::norm_range(cur_c_.data(), k, dim_, nmin, nmax);
   bounds::Slack& sl = slack_;
-  sl.cmax = std::sqrt(nmax) * (1 + 0x1p-50);
-  sl.factor = 4 * bounds::gamma<T>(2 * dim_ + 4);
-  sl.eta = 8 * static_cast<double>(dim_ + 4) * static_cast<double>(std::numeric_limits<T>::denorm_min());
+  sl = bounds::euclidean_slack<T>(dim_, nmax);
   sl.nmin = inner_product_ ? nmin : 0;
   sl.nmax = inner_product_ ? nmax : 0;
   sl.dn = inner_product_ ? nmax - nmin + std::ldexp(nmax, -50) : 0;
@@ -161,6 +150,7 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
   if (bounds_valid_) {
     drift_.assign(k, 0.0);
     gdrift_.assign(groups_, 0.0);
+    const double rel = 1 + static_cast<double>(dim_ + 4) * 0x1p-52;  // double sums of squares
     for (std::size_t c = 0; c < k; ++c) {
       double sq = 0;
       for (std::size_t j = 0; j < dim_; ++j) {

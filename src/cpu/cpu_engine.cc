@@ -30,8 +30,9 @@ namespace {
 constexpr std::size_t kManyRows = 256;
 constexpr std::size_t kManySketchMin = 64;
 
-// v rounded down to float (-inf stays, NaN gives -inf: no bound).
-float down(double v) {
+// v rounded down to float, negative values kept (bounds::down clamps at zero); -inf stays,
+// NaN gives -inf: no bound.
+float float_below(double v) {
   if (!(v == v)) return -std::numeric_limits<float>::infinity();
   float f = static_cast<float>(v);
   if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
@@ -460,22 +461,15 @@ bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, 
   if (!cs.build(ct.data(), m, dim)) return false;
   // FlashAssign's computed distance is within eps(||y||) of the exact one (bounds::Slack, as
   // the bounded assignment takes it; doubled for the final addition of ||x||^2).
-  bounds::Slack sl;
-  double nmax = 0;
-  for (std::size_t t = 0; t < m; ++t) {
-    double q = 0;
-    for (std::size_t j = 0; j < dim; ++j) q += static_cast<double>(ct[t * dim + j]) * static_cast<double>(ct[t * dim + j]);
-    nmax = std::max(nmax, q);
-  }
-  sl.cmax = std::sqrt(nmax) * (1 + 0x1p-50);
-  sl.factor = 4 * bounds::gamma<T>(2 * dim + 4);
-  sl.eta = 8 * static_cast<double>(dim + 4) * static_cast<double>(std::numeric_limits<T>::denorm_min());
+  double nmin = 0, nmax = 0;
+  bounds::norm_range(ct.data(), m, dim, nmin, nmax);
+  const bounds::Slack sl = bounds::euclidean_slack<T>(dim, nmax);
   // The filter's separable test (SketchArgs::rr): per candidate its cc, per row its rr.
   constexpr double kLambda = 0x1p-6;
   std::vector<float> cc(m);
   for (std::size_t t = 0; t < m; ++t) {
     const double cd = static_cast<double>(cs.cdelta[t]);
-    cc[t] = down(static_cast<double>(cs.cb[t]) * (1 - 0x1p-18) - (1 + 1 / kLambda) * cd * cd * (1 + 0x1p-20));
+    cc[t] = float_below(static_cast<double>(cs.cb[t]) * (1 - 0x1p-18) - (1 + 1 / kLambda) * cd * cd * (1 + 0x1p-20));
   }
   const std::size_t nr = panel_->nr;
   const std::size_t npanels = (m + nr - 1) / nr;
@@ -506,7 +500,7 @@ bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, 
         const double cl = static_cast<double>(seed_closest_[g0 + i]);
         const double r = seed_norm_[g0 + i] * (1 + 0x1p-40);
         const double R = std::sqrt(cl + 2 * sl.eps(r)) * (1 + 0x1p-50) + static_cast<double>(seed_sketch_.delta[g0 + i]);
-        rr[i] = down(static_cast<double>(seed_sketch_.a[g0 + i]) * (1 - 0x1p-18) - (1 + kLambda) * R * R * (1 + 0x1p-20));
+        rr[i] = float_below(static_cast<double>(seed_sketch_.a[g0 + i]) * (1 - 0x1p-18) - (1 + kLambda) * R * R * (1 + 0x1p-20));
       }
       for (std::size_t i = rows; i < kManyRows; ++i) rr[i] = -std::numeric_limits<float>::infinity();
       T best[kManyRows];
@@ -528,11 +522,8 @@ bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, 
             SketchArgs g{};
             seed_sketch_.point_at(g, b);
             cs.point_at(g, seed_sketch_.quads, t0, std::min(kMaxFew, c1 - t0));
-            g.cl = rr + i0;  // not read by the separable test
-            g.rr = rr + i0;
+            g.rr = rr + i0;  // the separable test (cl, tau and over are not read)
             g.cc = cc.data() + t0;
-            g.tau = 0x1p-126f;
-            g.over = 1.0f;
             table_->sketch_mask(g, mask);
             const std::size_t n_in = std::min<std::size_t>(kSketchRows, rows - i0);
             for (std::size_t i = 0; i < n_in; ++i) bits[i0 + i] |= static_cast<std::uint64_t>(mask[i]) << (t0 - c0);
