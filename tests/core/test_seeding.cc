@@ -237,9 +237,9 @@ TYPED_TEST(SeedingTest, ParallelInitIsDeterministic) {
 
 // k-means||'s rounds over rows in memory with D >= 16 are filtered by the 8-bit sketch after
 // the first: the centres are bitwise those of unfiltered rounds (seed_sketch off, and streamed
-// rows, which have no sketch), for 1 and 3 threads, with weights, on awkward D, duplicates,
-// overlapping and well separated blobs and data far from the origin; and the filter skips
-// most of the pairs.
+// rows, which have no sketch), on every compiled target (the default one with 1 and 3
+// threads), with weights, on awkward D, duplicates, overlapping and well separated blobs and
+// data far from the origin; and the filter skips most of the pairs.
 TYPED_TEST(SeedingTest, ParallelInitSketchedRoundsBitwise) {
   using T = TypeParam;
   struct Shape {
@@ -273,17 +273,22 @@ TYPED_TEST(SeedingTest, ParallelInitSketchedRoundsBitwise) {
       want = fit(MatrixView<T>(X.data(), sh.n, sh.d), plain).centroids;
     }
     const std::uint64_t unfiltered = distances;
+    for (const std::string& target : available_targets()) {
     for (int threads : {1, 3}) {
+      if (target != available_targets().front() && threads != 3) continue;  // other targets: 3 threads
       o.n_threads = threads;
+      o.target = target;
       const auto got = fit(MatrixView<T>(X.data(), sh.n, sh.d), o).centroids;
       EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(T)), 0)
-          << "d=" << sh.d << " k=" << sh.k << " threads=" << threads;
+          << "d=" << sh.d << " k=" << sh.k << " threads=" << threads << " target=" << target;
       // Rounds 2..5 filtered: fewer pairs than unfiltered rounds (a kept pair costs its
       // candidate's whole panel, so on well separated blobs, where each round's candidates
       // from a row's own blob survive, the saving is small).
       EXPECT_LT(distances, unfiltered) << "d=" << sh.d << " k=" << sh.k;
       all_filtered += threads == 1 ? distances : 0;
     }
+    }
+    o.target = "";
     all_unfiltered += unfiltered;
     ChunkSource<T> src(X, sh.n, sh.d);
     const auto streamed = fit(src, o).centroids;
