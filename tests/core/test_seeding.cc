@@ -235,8 +235,8 @@ TYPED_TEST(SeedingTest, ParallelInitIsDeterministic) {
   EXPECT_NE(std::memcmp(first.data(), other.centroids.data(), first.size() * sizeof(T)), 0) << "the seed is used";
 }
 
-// k-means||'s rounds over rows in memory with D >= 16 are filtered by the 8-bit sketch after
-// the first: the centres are bitwise those of unfiltered rounds (seed_sketch off, and streamed
+// k-means||'s rounds over rows in memory with D >= 16 are filtered by the 8-bit sketch (all
+// but the first eighth of the first round): the centres are bitwise those of unfiltered rounds (seed_sketch off, and streamed
 // rows, which have no sketch), on every compiled target (the default one with 1 and 3
 // threads), with weights, on awkward D, duplicates, overlapping and well separated blobs and
 // data far from the origin; and the filter skips most of the pairs.
