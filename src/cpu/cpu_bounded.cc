@@ -28,15 +28,29 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   judge_.reset(AutoPrune::break_even_for(dim_));
   auto_prune_ = prune == Prune::kAuto;
   if (prune == Prune::kOff || k == 0) return false;
-  // Groups of whole panels, in index order: one panel each (Yinyang's K/10 centroids per
-  // group is about one panel of 16 or 32 at the K where grouping pays), fewer and larger
-  // groups where their float lower bounds would outgrow X itself (4 (1 + G) bytes per row).
-  const PanelKernels<T>* panel = panel_for(k);
-  const std::size_t npanels = (k + panel->nr - 1) / panel->nr;
+  // Groups of whole panels: one panel each (Yinyang's K/10 centroids per group is about one
+  // panel at the K where grouping pays), fewer and larger groups where their float lower bounds
+  // would outgrow X itself (4 (1 + G) bytes per row) or one uint64_t of group bits. The groups
+  // are cut from the one-vector panel where that makes them smaller than the wide panel's
+  // (each lower bound then covers fewer centroids, so fewer groups fail their test), else from
+  // the wide panel (the same groups, scored by the faster kernel). Both panels give every pair
+  // bitwise the same score, the plain assignment's.
   const std::size_t fit = row_bytes_ / 4 > 1 ? row_bytes_ / 4 - 1 : 1;
   const std::size_t cap = std::min(kMaxGroups, fit);
-  const std::size_t per = (npanels + cap - 1) / cap;
-  group_size_ = per * panel->nr;
+  auto group_of = [&](const PanelKernels<T>* panel) {
+    const std::size_t npanels = (k + panel->nr - 1) / panel->nr;
+    return (npanels + cap - 1) / cap * panel->nr;
+  };
+  const PanelKernels<T>* panel = panel_for(k);
+  group_size_ = group_of(panel);
+  if (panel != &table_->narrow) {
+    const std::size_t gn = group_of(&table_->narrow);
+    if (gn < group_size_) {
+      panel = &table_->narrow;
+      group_size_ = gn;
+    }
+  }
+  bpanel_ = panel;
   groups_ = (k + group_size_ - 1) / group_size_;
   if (prune == Prune::kAuto && 4 * (1 + groups_) > row_bytes_) return false;
   // 16-bit rows on AMX tiles: the bounded path scores survivors with the float32 kernels (the
@@ -140,9 +154,9 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
     for (std::size_t p = 0; p < k; ++p) {
       std::copy_n(centroids + order_[p] * dim_, dim_, permuted.begin() + static_cast<std::ptrdiff_t>(p * dim_));
     }
-    T* bp = bpacked_.reserve(panel_->packed_size(k, dim_));
-    panel_->pack_centroids(permuted.data(), k, dim_, bp);
-    const std::size_t kpad = (k + panel_->nr - 1) / panel_->nr * panel_->nr;
+    T* bp = bpacked_.reserve(bpanel_->packed_size(k, dim_));
+    bpanel_->pack_centroids(permuted.data(), k, dim_, bp);
+    const std::size_t kpad = (k + bpanel_->nr - 1) / bpanel_->nr * bpanel_->nr;
     if (inner_product_) std::fill_n(bp + kpad * dim_, k, T(0));
     ids_.assign(kpad, std::numeric_limits<T>::infinity());
     for (std::size_t p = 0; p < k; ++p) ids_[p] = static_cast<T>(order_[p]);
@@ -273,7 +287,7 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     const std::size_t c0 = g * gs, c1 = std::min(k, c0 + gs);
     const std::size_t m = l1 - l0, mpad = (m + P - 1) / P * P;
     for (std::size_t q = 0; q < mpad; ++q) s.xr[q] = s.bx.data() + static_cast<std::size_t>(s.list[l0 + (q < m ? q : 0)]) * dim;
-    panel_->group_min(s.xr.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(),
+    bpanel_->group_min(s.xr.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(),
                       s.min2.data());
     counts.distances += m * (c1 - c0);
     for (std::size_t q = 0; q < m; ++q) {

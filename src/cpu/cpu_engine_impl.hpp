@@ -235,7 +235,8 @@ class CpuEngine final : public Engine<T> {
   bool iter_bounded_ = false;  // the current assign_update runs bounded
   bool dist_stale_ = false;    // some rows' dist were not recomputed by the last assign_update
   std::size_t groups_ = 1;
-  std::size_t group_size_ = 1;  // centroids per group (whole panels)
+  std::size_t group_size_ = 1;  // centroids per group (whole panels of bpanel_)
+  const PanelKernels<T>* bpanel_ = nullptr;  // the panel the bounded path packs and scores groups with
   std::vector<float> ub_, lb_;
   std::vector<T> cur_c_, prev_c_;  // centroids as the kernels multiply them, k x dim
   bool grouped_ = false;           // order_ holds this run's groups
