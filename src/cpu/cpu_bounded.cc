@@ -188,6 +188,10 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
 template <class T>
 void CpuEngine<T>::make_groups(const double* c, std::size_t k) {
   order_ = coherent_order(c, k, dim_, group_size_);
+  // Each group's centroids in index order (group_min's contract: ids ascend within a panel).
+  for (std::size_t g0 = 0; g0 < k; g0 += group_size_) {
+    std::sort(order_.begin() + static_cast<std::ptrdiff_t>(g0), order_.begin() + static_cast<std::ptrdiff_t>(std::min(k, g0 + group_size_)));
+  }
   pos_of_.resize(k);
   for (std::size_t p = 0; p < k; ++p) pos_of_[order_[p]] = static_cast<std::uint32_t>(p);
   grouped_ = true;

@@ -329,6 +329,47 @@ HWY_INLINE void GroupMinSliver(const T* const* xr, std::size_t dim, const T* pac
   const T* norms = packed + npanels * nr * dim;
   const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
   const V minus2 = hn::Set(d, T(-2));
+  const std::size_t p1 = (c1 + nr - 1) / nr;
+  if (p1 == c0 / nr + 1) {
+    // One panel (the usual group): the scores stay in registers. Its ids ascend with the
+    // position, so the first lane holding the smallest score holds the lowest index.
+    const std::size_t p = c0 / nr;
+    V acc[kMR][NV];
+    DotTileRows<NV>(xr, dim, packed + p * nr * dim, acc);
+    V nv[NV];
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) nv[v] = hn::Load(d, norms + p * nr + v * L);
+    const V iota = hn::Iota(d, T(0));
+#pragma GCC unroll 16
+    for (std::size_t i = 0; i < kMR; ++i) {
+      if (i >= m) break;
+      V sv[NV];
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < NV; ++v) sv[v] = hn::MulAdd(acc[i][v], minus2, nv[v]);
+      V lo = sv[0];
+#pragma GCC unroll 16
+      for (std::size_t v = 1; v < NV; ++v) lo = hn::IfThenElse(hn::Lt(sv[v], lo), sv[v], lo);
+      const V mn = hn::MinOfLanes(d, lo);
+      std::size_t pos = 0;
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < NV; ++v) {
+        const intptr_t f = hn::FindFirstTrue(d, hn::Eq(sv[v], mn));
+        if (f >= 0) {
+          pos = v * L + static_cast<std::size_t>(f);
+          sv[v] = hn::IfThenElse(hn::Eq(iota, hn::Set(d, static_cast<T>(f))), inf, sv[v]);
+          break;
+        }
+      }
+      V rest = sv[0];
+#pragma GCC unroll 16
+      for (std::size_t v = 1; v < NV; ++v) rest = hn::Min(rest, sv[v]);
+      min1[i] = hn::GetLane(mn);
+      const T bi = ids[p * nr + pos];
+      idx1[i] = bi < static_cast<T>(k) ? static_cast<std::int32_t>(bi) : static_cast<std::int32_t>(ids[c0]);
+      min2[i] = hn::GetLane(hn::MinOfLanes(d, rest));
+    }
+    return;
+  }
   HWY_ALIGN T m1s[kMR * (64 / sizeof(T))];
   HWY_ALIGN T i1s[kMR * (64 / sizeof(T))];
   HWY_ALIGN T m2s[kMR * (64 / sizeof(T))];
@@ -337,7 +378,6 @@ HWY_INLINE void GroupMinSliver(const T* const* xr, std::size_t dim, const T* pac
     hn::Store(inf, d, i1s + i * L);
     hn::Store(inf, d, m2s + i * L);
   }
-  const std::size_t p1 = (c1 + nr - 1) / nr;
   for (std::size_t p = c0 / nr; p < p1; ++p) {
     const T* panel = packed + p * nr * dim;
     const T* pn = norms + p * nr;

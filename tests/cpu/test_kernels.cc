@@ -120,6 +120,97 @@ TYPED_TEST(KernelTest, AssignAndDistancesMatchReferenceExactly) {
   }
 }
 
+// group_min (the bounded assignment's group scoring) on every target and panel width, against
+// exact scores: small-integer rows and centroids (every score exact; many exact ties, some from
+// duplicated centroids), the centroids packed in a shuffled panel order with ascending ids
+// within each panel, as the engine packs its groups; groups of one panel (the kernel's
+// register path) and of several, row counts around the sliver height.
+TYPED_TEST(KernelTest, GroupMinExactOnEveryTarget) {
+  using T = TypeParam;
+  std::uint64_t seed = 77;
+  for (const auto* tab : detail::kernel_tables<T>()) {
+    for (const auto* table : {&tab->wide, &tab->narrow}) {
+      const std::size_t nr = table->nr, P = tab->center_pad;
+      for (std::size_t d : {1, 5, 16, 33, 64}) {
+        for (std::size_t k : {nr - 1, nr, 3 * nr + 2}) {
+          if (k == 0) continue;
+          SCOPED_TRACE(::testing::Message() << tab->name << " nr=" << nr << " d=" << d << " k=" << k);
+          const std::size_t n = 2 * P + 3;
+          auto raw = testing::small_ints<T>(n, d, seed++);
+          auto shift = testing::small_ints<T>(1, d, seed++, 3);
+          auto cint = testing::small_ints<double>(k, d, seed++, 3);
+          // Duplicates: centroid k - 1 repeats centroid 0 (different panels when k > nr).
+          std::copy_n(cint.begin(), d, cint.begin() + static_cast<std::ptrdiff_t>((k - 1) * d));
+          // Panels in reverse order; within each, ascending ids.
+          const std::size_t np = (k + nr - 1) / nr;
+          std::vector<std::uint32_t> order;
+          for (std::size_t q = np; q-- > 0;) {
+            for (std::size_t c = q * nr; c < std::min(k, (q + 1) * nr); ++c) order.push_back(static_cast<std::uint32_t>(c));
+          }
+          // Only the last panel may be short: put the short one last by giving it the end.
+          if (k % nr != 0) {
+            order.clear();
+            for (std::size_t q = np - 1; q-- > 0;) {
+              for (std::size_t c = q * nr; c < (q + 1) * nr; ++c) order.push_back(static_cast<std::uint32_t>(c));
+            }
+            for (std::size_t c = (np - 1) * nr; c < k; ++c) order.push_back(static_cast<std::uint32_t>(c));
+          }
+          std::vector<double> permuted(k * d);
+          for (std::size_t p = 0; p < k; ++p) std::copy_n(cint.begin() + static_cast<std::ptrdiff_t>(order[p] * d), d, permuted.begin() + static_cast<std::ptrdiff_t>(p * d));
+          Packed<T> pk(*table, permuted, k, d);
+          std::vector<T> ids(np * nr, std::numeric_limits<T>::infinity());
+          for (std::size_t p = 0; p < k; ++p) ids[p] = static_cast<T>(order[p]);
+          const PointsRef<T> pts{raw.data(), d, d, shift.data()};
+          // Rows packed by sliver, held by pointer in a scrambled order.
+          const std::size_t ns = (n + P - 1) / P * P;
+          std::vector<T> xp(ns * d), xn(ns);
+          std::vector<std::uint32_t> rows(n);
+          for (std::size_t i = 0; i < n; ++i) rows[i] = static_cast<std::uint32_t>((i * 7) % n);
+          for (std::size_t s0 = 0; s0 < n; s0 += P) tab->pack_rows(pts, rows.data() + s0, std::min(P, n - s0), xp.data() + s0 * d, xn.data() + s0);
+          for (std::size_t m : {std::size_t{1}, P - 1, P, n}) {
+            if (m == 0 || m > n) continue;
+            std::vector<const T*> xr((m + P - 1) / P * P);
+            for (std::size_t i = 0; i < xr.size(); ++i) xr[i] = xp.data() + (n - 1 - std::min(i, m - 1)) * d;
+            // Groups of one panel and of all panels.
+            std::vector<std::pair<std::size_t, std::size_t>> groups;
+            for (std::size_t q = 0; q < np; ++q) groups.emplace_back(q * nr, std::min(k, (q + 1) * nr));
+            groups.emplace_back(0, k);
+            for (auto [c0, c1] : groups) {
+              std::vector<T> m1(m), m2(m);
+              std::vector<std::int32_t> i1(m, -1);
+              table->group_min(xr.data(), d, pk.data, ids.data(), k, c0, c1, m, m1.data(), i1.data(), m2.data());
+              for (std::size_t i = 0; i < m; ++i) {
+                const std::size_t r = rows[n - 1 - std::min(i, m - 1)];
+                double b1 = std::numeric_limits<double>::infinity(), b2 = b1;
+                std::int32_t j1 = -1;
+                for (std::size_t p = c0; p < c1; ++p) {
+                  const std::size_t c = order[p];
+                  double nc = 0, dot = 0;
+                  for (std::size_t j = 0; j < d; ++j) {
+                    nc += cint[c * d + j] * cint[c * d + j];
+                    dot += (double(raw[r * d + j]) - double(shift[j])) * cint[c * d + j];
+                  }
+                  const double sc = nc - 2 * dot;
+                  if (sc < b1 || (sc == b1 && static_cast<std::int32_t>(c) < j1)) {
+                    b2 = std::min(b2, b1);
+                    b1 = sc;
+                    j1 = static_cast<std::int32_t>(c);
+                  } else {
+                    b2 = std::min(b2, sc);
+                  }
+                }
+                ASSERT_EQ(double(m1[i]), b1) << "row " << i << " group [" << c0 << ", " << c1 << ")";
+                ASSERT_EQ(i1[i], j1) << "row " << i << " group [" << c0 << ", " << c1 << ")";
+                ASSERT_EQ(double(m2[i]), b2) << "row " << i << " group [" << c0 << ", " << c1 << ")";
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Random real-valued data: labels agree with the reference except at genuine near-ties.
 TYPED_TEST(KernelTest, AssignOnRealDataMatchesReferenceUpToTies) {
   using T = TypeParam;
