@@ -7,7 +7,7 @@ ARCHER := /usr/lib/llvm-14/lib/libarcher.so
 PYTHON ?= python3
 VENV := $(BUILD)/venv
 
-.PHONY: all deps build demo test test-release test-asan test-tsan test-python test-fuzz wheel test-wheel bench clean
+.PHONY: all deps build demo test test-release test-asan test-tsan test-python test-fuzz wheel test-wheel bench bench-deps clean
 
 all: build
 
@@ -91,6 +91,11 @@ bench: build
 	  --benchmark_out=$(BUILD)/bench_kernels.json --benchmark_out_format=json
 	python3 bench/summarize.py $(BUILD)/bench_kernels.json
 	$(BUILD)/release/bench/bench_memory 1000000 128 256 5
+
+# The peer libraries bench/bench_prune.py and bench/bench_fit.py time flashkm against, from PyPI,
+# with flashkm itself, into the same environment (not needed by the tests).
+bench-deps: $(VENV)/bin/python
+	$(VENV)/bin/pip install -q ".[test]" scikit-learn scikit-learn-intelex faiss-cpu threadpoolctl
 
 clean:
 	rm -rf $(BUILD)

@@ -7,7 +7,9 @@ the fraction of distances computed per iteration, the bounds' memory, and the ma
 rate measured in the same run (numpy X @ C.T at the shape, 2 threads) as the brute-force floor.
 Optionally scikit-learn's Lloyd and Elkan (--sklearn) and scikit-learn-intelex's Lloyd (--sklearnex)
 from the same centres; their times are whole fits from explicit centres (no seeding), to convergence
-at the same tol, with their own iteration counts.
+at the same tol, with their own iteration counts. --faiss adds FAISS's Lloyd with subsampling off
+(max_points_per_centroid huge, as ../shared/bench's `faiss` peer): FAISS has no tolerance, so it
+runs flashkm's iteration count from the same centres. `make bench-deps` installs the peers.
 
     build/venv/bin/python bench/bench_prune.py [--shapes blobs:1000000x64x256,...] [--sklearn] [--sklearnex]
 """
@@ -77,12 +79,23 @@ def sklearn_time(X, k, centres, algorithm):
         return time.perf_counter() - t, km.n_iter_
 
 
+def faiss_time(X, centres, n_iter):
+    import faiss
+    faiss.omp_set_num_threads(2)
+    km = faiss.Kmeans(X.shape[1], centres.shape[0], niter=n_iter, verbose=False, seed=1234,
+                      max_points_per_centroid=1 << 30)
+    t = time.perf_counter()
+    km.train(X, init_centroids=np.ascontiguousarray(centres, dtype=np.float32))
+    return time.perf_counter() - t, n_iter
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="blobs:1000000x64x256,blobs:100000x128x1024,fmnist:256,fmnist:10")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--sklearn", action="store_true")
     ap.add_argument("--sklearnex", action="store_true", help="scikit-learn-intelex (oneDAL) from the same centres")
+    ap.add_argument("--faiss", action="store_true", help="FAISS, subsampling off, flashkm's iteration count")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     out = []
@@ -124,6 +137,10 @@ def main():
             t, it = sklearn_time(X, k, centres, "sklearnex")
             row["sklearnex_s"] = t
             row["sklearnex_iter"] = it
+        if a.faiss:
+            t, it = faiss_time(X, centres, off.n_iter_)
+            row["faiss_s"] = t
+            row["faiss_iter"] = it
         out.append(row)
         print(json.dumps(row), flush=True)
     if a.json:
