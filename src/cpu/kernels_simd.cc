@@ -346,9 +346,11 @@ HWY_INLINE void GroupMinSliver(const T* const* xr, std::size_t dim, const T* pac
       V sv[NV];
 #pragma GCC unroll 16
       for (std::size_t v = 0; v < NV; ++v) sv[v] = hn::MulAdd(acc[i][v], minus2, nv[v]);
-      V lo = sv[0];
+      // From +inf, taking strictly smaller scores: a NaN score is never the minimum (as in the
+      // general path below).
+      V lo = inf;
 #pragma GCC unroll 16
-      for (std::size_t v = 1; v < NV; ++v) lo = hn::IfThenElse(hn::Lt(sv[v], lo), sv[v], lo);
+      for (std::size_t v = 0; v < NV; ++v) lo = hn::IfThenElse(hn::Lt(sv[v], lo), sv[v], lo);
       const V mn = hn::MinOfLanes(d, lo);
       std::size_t pos = 0;
 #pragma GCC unroll 16

@@ -211,6 +211,62 @@ TYPED_TEST(KernelTest, GroupMinExactOnEveryTarget) {
   }
 }
 
+// group_min with scores beyond float range: a centroid and a row so large that the dot product
+// and the norm overflow score NaN (inf - inf) and must never win; a row where every score is
+// NaN gets +inf and the group's first index. One-panel groups (the register path) and a group
+// of several panels, every target.
+TYPED_TEST(KernelTest, GroupMinNeverTakesNaN) {
+  using T = TypeParam;
+  const T huge = std::sqrt(std::numeric_limits<T>::max()) * T(4);
+  for (const auto* tab : detail::kernel_tables<T>()) {
+    for (const auto* table : {&tab->wide, &tab->narrow}) {
+      const std::size_t nr = table->nr, P = tab->center_pad, d = 3;
+      for (std::size_t k : {nr, 2 * nr + 1}) {
+        SCOPED_TRACE(::testing::Message() << tab->name << " nr=" << nr << " k=" << k);
+        // Centroid 0 huge (NaN for the huge row, +inf for the small one), the rest small integers.
+        std::vector<double> c(k * d);
+        for (std::size_t i = 0; i < k * d; ++i) c[i] = static_cast<double>(static_cast<int>(i % 7) - 3);
+        for (std::size_t j = 0; j < d; ++j) c[j] = static_cast<double>(huge);
+        Packed<T> pk(*table, c, k, d);
+        const std::size_t np = (k + nr - 1) / nr;
+        std::vector<T> ids(np * nr, std::numeric_limits<T>::infinity());
+        for (std::size_t p = 0; p < k; ++p) ids[p] = static_cast<T>(p);
+        std::vector<T> raw = {T(1), T(2), T(-1), huge, huge, huge};
+        std::vector<T> shift(d, T(0));
+        const PointsRef<T> pts{raw.data(), d, d, shift.data()};
+        // Two rows in slivers of at most center_pad rows (the reference's is one row).
+        const std::size_t ns = (2 + P - 1) / P * P;
+        std::vector<T> xp(ns * d), xn(ns);
+        const std::uint32_t rows[2] = {0, 1};
+        for (std::size_t s0 = 0; s0 < 2; s0 += P) tab->pack_rows(pts, rows + s0, std::min<std::size_t>(P, 2 - s0), xp.data() + s0 * d, xn.data() + s0);
+        std::vector<const T*> xr(ns, xp.data());
+        xr[1] = xp.data() + d;
+        for (auto [c0, c1] : {std::pair<std::size_t, std::size_t>{0, nr}, {0, k}}) {
+          std::vector<T> m1(2), m2(2);
+          std::vector<std::int32_t> i1(2, -1);
+          table->group_min(xr.data(), d, pk.data, ids.data(), k, c0, c1, 2, m1.data(), i1.data(), m2.data());
+          for (int r = 0; r < 2; ++r) {
+            EXPECT_FALSE(std::isnan(m1[static_cast<std::size_t>(r)])) << "row " << r << " [" << c0 << ", " << c1 << ")";
+            EXPECT_GE(i1[static_cast<std::size_t>(r)], 0);
+          }
+          // The small row: centroid 0 scores +inf, so a small centroid wins with a finite score
+          // (where the group holds one), else +inf and index 0.
+          if (c1 - c0 > 1) {
+            EXPECT_TRUE(std::isfinite(m1[0]));
+            EXPECT_NE(i1[0], 0);
+          } else {
+            EXPECT_EQ(m1[0], std::numeric_limits<T>::infinity());
+            EXPECT_EQ(i1[0], 0);
+          }
+          // The huge row scores NaN against centroid 0 (inf - inf); with no other centroid it gets
+          // +inf.
+          if (c1 - c0 == 1) EXPECT_EQ(m1[1], std::numeric_limits<T>::infinity());
+        }
+      }
+    }
+  }
+}
+
 // Random real-valued data: labels agree with the reference except at genuine near-ties.
 TYPED_TEST(KernelTest, AssignOnRealDataMatchesReferenceUpToTies) {
   using T = TypeParam;
