@@ -57,8 +57,9 @@ struct PanelKernels {
   /// idx1[i] = the lowest centroid index holding it, where ids[p] is the index of the centroid
   /// packed at position p, as T (the panels may be in any order, but within a panel the ids
   /// ascend with the position; padding positions hold +inf; a NaN score is never the minimum,
-  /// and where no score is below +inf, min1[i] = +inf and idx1[i] = ids[c0]); min2[i] = the smallest score of the others (+inf if none). Only the m rows and the
-  /// group's panels are read, and only min1 / idx1 / min2 written: nothing rows x K.
+  /// and where no score is below +inf, min1[i] = +inf and idx1[i] = ids[c0]); min2[i] = the
+  /// smallest score of the others (+inf if none). Only the m rows and the group's panels are
+  /// read, and only min1 / idx1 / min2 written: nothing rows x K.
   void (*group_min)(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k,
                     std::size_t c0, std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2);
 };

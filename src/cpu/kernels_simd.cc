@@ -352,9 +352,13 @@ HWY_INLINE void GroupMinSliver(const T* const* xr, std::size_t dim, const T* pac
 #pragma GCC unroll 16
       for (std::size_t v = 0; v < NV; ++v) lo = hn::IfThenElse(hn::Lt(sv[v], lo), sv[v], lo);
       const V mn = hn::MinOfLanes(d, lo);
+      // No score below +inf: position 0, ids[c0], as the general path (an infinite score that
+      // follows a NaN must not be taken for the winner).
       std::size_t pos = 0;
+      const std::size_t nsearch = hn::GetLane(mn) < std::numeric_limits<T>::infinity() ? NV : 0;
 #pragma GCC unroll 16
       for (std::size_t v = 0; v < NV; ++v) {
+        if (v >= nsearch) break;
         const intptr_t f = hn::FindFirstTrue(d, hn::Eq(sv[v], mn));
         if (f >= 0) {
           pos = v * L + static_cast<std::size_t>(f);

@@ -141,20 +141,14 @@ TYPED_TEST(KernelTest, GroupMinExactOnEveryTarget) {
           auto cint = testing::small_ints<double>(k, d, seed++, 3);
           // Duplicates: centroid k - 1 repeats centroid 0 (different panels when k > nr).
           std::copy_n(cint.begin(), d, cint.begin() + static_cast<std::ptrdiff_t>((k - 1) * d));
-          // Panels in reverse order; within each, ascending ids.
-          const std::size_t np = (k + nr - 1) / nr;
+          // Full panels in reverse order, the short one (if any) last, as the packing requires;
+          // within each, ascending ids.
+          const std::size_t np = (k + nr - 1) / nr, full = k / nr;
           std::vector<std::uint32_t> order;
-          for (std::size_t q = np; q-- > 0;) {
-            for (std::size_t c = q * nr; c < std::min(k, (q + 1) * nr); ++c) order.push_back(static_cast<std::uint32_t>(c));
+          for (std::size_t q = full; q-- > 0;) {
+            for (std::size_t c = q * nr; c < (q + 1) * nr; ++c) order.push_back(static_cast<std::uint32_t>(c));
           }
-          // Only the last panel may be short: put the short one last by giving it the end.
-          if (k % nr != 0) {
-            order.clear();
-            for (std::size_t q = np - 1; q-- > 0;) {
-              for (std::size_t c = q * nr; c < (q + 1) * nr; ++c) order.push_back(static_cast<std::uint32_t>(c));
-            }
-            for (std::size_t c = (np - 1) * nr; c < k; ++c) order.push_back(static_cast<std::uint32_t>(c));
-          }
+          for (std::size_t c = full * nr; c < k; ++c) order.push_back(static_cast<std::uint32_t>(c));
           std::vector<double> permuted(k * d);
           for (std::size_t p = 0; p < k; ++p) std::copy_n(cint.begin() + static_cast<std::ptrdiff_t>(order[p] * d), d, permuted.begin() + static_cast<std::ptrdiff_t>(p * d));
           Packed<T> pk(*table, permuted, k, d);
