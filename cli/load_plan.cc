@@ -21,10 +21,11 @@ std::size_t per_row_bytes(std::size_t elem, bool weights) {
   return 3 * sizeof(std::int32_t) + 2 + 3 * elem + 16 + 20 + (weights ? sizeof(double) : 0);
 }
 
-// Bytes per row of the pruning bounds (an upper bound and up to 64 group lower bounds, float
-// each): the engine keeps them within a row of X itself (8 bytes for the narrowest rows).
-std::size_t prune_row_bytes(std::size_t cols, std::size_t elem, bool prune) {
-  return prune ? std::max<std::size_t>(8, std::min<std::size_t>(4 * 65, cols * elem)) : 0;
+// Bytes per row of the pruning bounds (an upper bound and up to 64 group lower bounds, or one
+// per centroid where K of them fit, float each): the engine keeps them within a row of X itself
+// (8 bytes for the narrowest rows).
+std::size_t prune_row_bytes(std::size_t cols, std::size_t elem, std::size_t k, bool prune) {
+  return prune ? std::max<std::size_t>(8, std::min<std::size_t>(4 * (1 + std::max<std::size_t>(64, k)), cols * elem)) : 0;
 }
 
 template <class T>
@@ -36,7 +37,7 @@ LoadPlan plan_with(const io::DatasetInfo& info, std::size_t limit, const PlanNee
   const double rows = static_cast<double>(info.rows), cols = static_cast<double>(info.cols);
   const double x_bytes = rows * cols * static_cast<double>(x_elem);
   const double fixed =
-      rows * static_cast<double>(per_row_bytes(sizeof(T), needs.weights) + prune_row_bytes(info.cols, sizeof(T), prune)) +
+      rows * static_cast<double>(per_row_bytes(sizeof(T), needs.weights) + prune_row_bytes(info.cols, sizeof(T), needs.k, prune)) +
       8.0 * static_cast<double>(needs.k) * cols * 8.0;
   if (info.format == io::Format::kCsv || x_bytes + fixed <= static_cast<double>(limit)) {
     p.holding = half ? Holding::kHalf : Holding::kMemory;

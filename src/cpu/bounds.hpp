@@ -99,6 +99,26 @@ inline float lower_step(float* lb, const float* gdf, std::size_t G) {
   return lmin;
 }
 
+/// A float at most v (round to nearest, then one step down where that rounded up).
+inline float float_below(double v) {
+  const float f = static_cast<float>(v);
+  return static_cast<double>(f) > v ? std::nextafter(f, -std::numeric_limits<float>::infinity()) : f;
+}
+
+/// A lower bound on sqrt(s + bf) from a float score s and a float bf (both exact inputs):
+/// fl(s + bf) is at most (1 + u) times the sum, its correctly rounded square root at most
+/// (1 + u)^1.5 times the root, and three float steps towards zero take off more than that
+/// (each at least u of the value); 0 where the sum is not positive.
+inline float root_below(float s, float bf) {
+  const float r = std::sqrt(std::max(0.0f, s + bf));
+  std::uint32_t b = 0;
+  std::memcpy(&b, &r, sizeof b);
+  b = b > 2 ? b - 3 : 0;
+  float out = 0;
+  std::memcpy(&out, &b, sizeof out);
+  return out;
+}
+
 /// Bit g set where !(lb[g] > t), for G <= 64 bounds: the groups a row's bounds do not exclude.
 inline std::uint64_t not_above(const float* lb, std::size_t G, float t) {
   std::uint64_t need = 0;

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <omp.h>
 #include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -56,6 +58,19 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   // 16-bit rows on AMX tiles: the bounded path scores survivors with the float32 kernels (the
   // same bits, not the tiles' speed); auto leaves them to the tiles, on prunes them.
   if (prune == Prune::kAuto && amx_mode_) return false;
+  // One lower bound per centroid (Elkan) where K of them and the upper bound fit in a row of X
+  // (4 (1 + K) bytes, so D > K for float32 rows): after the centroids move, each bound drops by
+  // its own centroid's drift, not its group's largest, and a group is scored only where one of
+  // its own centroids' bounds fails, so far fewer groups are scored where the distances crowd
+  // (high D). The groups, their scoring and the answer are the same either way.
+  // FLASHKM_PRUNE_BOUNDS=groups or =centroids forces one kind (centroids even beyond that
+  // memory), to measure and test both.
+  {
+    const char* env = std::getenv("FLASHKM_PRUNE_BOUNDS");
+    const std::string force = env != nullptr ? env : "";
+    per_centroid_ = k > 1 && (force == "centroids" || (force != "groups" && 4 * (1 + k) <= row_bytes_));
+  }
+  nlb_ = per_centroid_ ? k : groups_;
   // The largest row norm, for the guard against scores beyond float range: one pass over X,
   // once per shift (not once per run).
   if (rmax_ < 0) {
@@ -77,7 +92,7 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
     rmax_ = std::sqrt(rmax_) * (1 + 0x1p-30);
   }
   ub_.assign(n_, 0.0f);
-  lb_.assign(n_ * groups_, 0.0f);
+  lb_.assign(n_ * nlb_, 0.0f);
   prune_ = true;
   return true;
 }
@@ -107,6 +122,8 @@ void CpuEngine<T>::prepare_scratch() {
     s.best_m2.resize(bb);
     s.best_j.resize(bb);
     s.eps.resize(bb);
+    s.scores.resize(per_centroid_ ? bp * group_size_ : 0);
+    s.gmin.resize(per_centroid_ ? bb * groups_ : 0);
   }
 }
 
@@ -178,6 +195,10 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
     }
     gdrift_up_.resize(groups_);
     for (std::size_t g = 0; g < groups_; ++g) gdrift_up_[g] = bounds::up(gdrift_[g]);
+    if (per_centroid_) {
+      cdrift_up_.resize(k);
+      for (std::size_t p = 0; p < k; ++p) cdrift_up_[p] = bounds::up(drift_[order_[p]]);
+    }
   }
   prepare_scratch();
   iter_bounded_ = true;
@@ -246,6 +267,8 @@ template <class T>
 std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std::size_t b1, std::int32_t* lab, T* dst,
                                         BoundScratch& s, BoundCounts& counts) {
   const std::size_t G = groups_, gs = group_size_, P = table_->center_pad, dim = dim_, k = k_;
+  const bool pc = per_centroid_;
+  const std::size_t NL = nlb_;  // lower bounds per row: G, or K per centroid (position order)
   const bounds::Slack& sl = slack_;
   const bool valid = bounds_valid_;
   const auto none = static_cast<std::uint32_t>(G);
@@ -260,7 +283,11 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     const std::int32_t a = lab[r];
     const float U = bounds::up_add(ub_[gr], drift_[static_cast<std::size_t>(a)]);
     ub_[gr] = U;
-    const float lmin = bounds::lower_step(lb_.data() + gr * G, gdrift_up_.data(), G);
+    // Per centroid: each group's smallest bound kept in the survivor's slot, for the groups'
+    // test below (only its own group's bounds change before then, and it is not tested).
+    const float lmin =
+        pc ? table_->lower_step_groups(lb_.data() + gr * NL, cdrift_up_.data(), NL, gs, s.gmin.data() + s.rows.size() * G)
+           : bounds::lower_step(lb_.data() + gr * G, gdrift_up_.data(), G);
     const double u = U, l = lmin;
     // The row's norm is at most U + cmax (triangle inequality through its centroid).
     if (u * u + 2 * sl.eps(u + sl.cmax) + sl.dn < l * l * bounds::kTestMargin) {
@@ -292,15 +319,21 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     const std::size_t m = l1 - l0, mpad = (m + P - 1) / P * P;
     for (std::size_t q = 0; q < mpad; ++q) s.xr[q] = s.bx.data() + static_cast<std::size_t>(s.list[l0 + (q < m ? q : 0)]) * dim;
     bpanel_->group_min(s.xr.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(),
-                      s.min2.data());
+                      s.min2.data(), pc ? s.scores.data() : nullptr, gs);
     counts.distances += m * (c1 - c0);
     for (std::size_t q = 0; q < m; ++q) {
       const std::size_t i = s.list[l0 + q];
       const T v = s.min1[q];
       const std::int32_t j = s.idx1[q];
       const double x = s.bnorm[i];
-      lb_[(ch.first + s.rows[i]) * G + g] =
-          bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - s.eps[i] + sl.nmin)));
+      if (pc) {
+        // Every centroid's bound from its own score (the best's is cleared at the end).
+        table_->bounds_from_scores(s.scores.data() + q * gs, c1 - c0, x - s.eps[i] + sl.nmin,
+                                   lb_.data() + (ch.first + s.rows[i]) * NL + c0);
+      } else {
+        lb_[(ch.first + s.rows[i]) * G + g] =
+            bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - s.eps[i] + sl.nmin)));
+      }
       if (v < s.best_s[i] || (v == s.best_s[i] && j < s.best_j[i])) {
         s.best_s[i] = v;
         s.best_j[i] = j;
@@ -335,7 +368,8 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     // score in g is at least L^2 - ||x||^2 - nmax - eps: g is skipped if that exceeds the best
     // score found (so none can equal it either).
     for (std::size_t i = 0; i < ns; ++i) {
-      const float* lb = lb_.data() + (ch.first + s.rows[i]) * G;
+      // Per centroid: a group is needed where one of its centroids' bounds does not exclude it.
+      const float* lb = pc ? s.gmin.data() + i * G : lb_.data() + (ch.first + s.rows[i]) * G;
       const double thr = static_cast<double>(s.best_s[i]) + static_cast<double>(s.bnorm[i]) + 2 * s.eps[i] + sl.nmax;
       s.need[i] = bounds::not_above(lb, G, bounds::root_up(thr)) & ~(std::uint64_t{1} << s.own[i]);
     }
@@ -352,8 +386,13 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     dst[r] = std::max(T(0), s.bnorm[i] + s.best_s[i]);
     const double x = s.bnorm[i], e = s.eps[i];
     ub_[gr] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(s.best_s[i]) + x + e + sl.nmax)));
-    lb_[gr * G + s.best_g[i]] =
-        bounds::down(std::sqrt(std::max(0.0, static_cast<double>(s.best_m2[i]) + x - e + sl.nmin)));
+    if (pc) {
+      // The upper bound covers the row's own centroid.
+      lb_[gr * NL + pos_of_[static_cast<std::size_t>(label)]] = std::numeric_limits<float>::infinity();
+    } else {
+      lb_[gr * G + s.best_g[i]] =
+          bounds::down(std::sqrt(std::max(0.0, static_cast<double>(s.best_m2[i]) + x - e + sl.nmin)));
+    }
   }
   return changed;
 }

@@ -538,7 +538,7 @@ bool CpuEngine<T>::seed_add_many_sketched(const double* centres, std::size_t m, 
         if (nk == 0) continue;
         const std::size_t nkp = (nk + pad - 1) / pad * pad;
         for (std::size_t j = 0; j < nkp; ++j) xr[j] = xp.data() + static_cast<std::size_t>(who[std::min(j, nk - 1)]) * dim;
-        panel_->group_min(xr, dim, packed, ids.data(), m, c0, c1, nk, min1, idx1, min2);
+        panel_->group_min(xr, dim, packed, ids.data(), m, c0, c1, nk, min1, idx1, min2, nullptr, 0);
         computed += nk * (c1 - c0);
         for (std::size_t j = 0; j < nk; ++j) {
           const std::size_t i = who[j];

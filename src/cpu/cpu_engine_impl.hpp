@@ -162,6 +162,8 @@ class CpuEngine final : public Engine<T> {
     std::vector<T> bx, bnorm;         // the survivors packed (centred, row-major) and their norms
     std::vector<const T*> xr;          // a sliver's packed rows, by pointer, for group_min
     std::vector<T> min1, min2, best_s, best_m2;
+    std::vector<T> scores;            // per-centroid bounds: a group's scores, group_size_ per row
+    std::vector<float> gmin;          // per-centroid bounds: per survivor, each group's smallest
     std::vector<std::int32_t> idx1, best_j;
     std::vector<double> eps;
   };
@@ -236,6 +238,11 @@ class CpuEngine final : public Engine<T> {
   bool dist_stale_ = false;    // some rows' dist were not recomputed by the last assign_update
   std::size_t groups_ = 1;
   std::size_t group_size_ = 1;  // centroids per group (whole panels of bpanel_)
+  // Lower bounds per row: one per group (Yinyang), or one per centroid (Elkan, in packed
+  // position order) where they fit within a row of X; survivors are scored by whole groups
+  // either way.
+  bool per_centroid_ = false;
+  std::size_t nlb_ = 1;
   const PanelKernels<T>* bpanel_ = nullptr;  // the panel the bounded path packs and scores groups with
   std::vector<float> ub_, lb_;
   std::vector<T> cur_c_, prev_c_;  // centroids as the kernels multiply them, k x dim
@@ -249,6 +256,7 @@ class CpuEngine final : public Engine<T> {
   std::vector<T> ids_;                 // centroid index of each packed position, as T
   std::vector<double> drift_, gdrift_;
   std::vector<float> gdrift_up_;  // gdrift_ rounded up to float, for bounds::lower_step
+  std::vector<float> cdrift_up_;  // per-centroid bounds: each position's drift, rounded up
   double rmax_ = -1;  // largest norm of a row about the shift (-1: not taken yet)
   bounds::Slack slack_;
   BoundCounts counts_;

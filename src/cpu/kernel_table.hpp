@@ -59,9 +59,13 @@ struct PanelKernels {
   /// ascend with the position; padding positions hold +inf; a NaN score is never the minimum,
   /// and where no score is below +inf, min1[i] = +inf and idx1[i] = ids[c0]); min2[i] = the
   /// smallest score of the others (+inf if none). Only the m rows and the group's panels are
-  /// read, and only min1 / idx1 / min2 written: nothing rows x K.
+  /// read, and only min1 / idx1 / min2 written: nothing rows x K. Where scores is not null,
+  /// every score as well: scores[i * lds + (p - c0)] for the positions p of the group's whole
+  /// panels (lds at least c1 - c0 rounded up to nr; past c1, padding positions' scores), the
+  /// per-centroid bounds of the bounded assignment.
   void (*group_min)(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k,
-                    std::size_t c0, std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2);
+                    std::size_t c0, std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2, T* scores,
+                    std::size_t lds);
 };
 
 /// Rows per block of k-means++'s 8-bit row sketch (cpu/sketch.hpp).
@@ -174,6 +178,20 @@ struct KernelTable {
   /// The target's portable (Highway) sketch filter, which sketch_mask replaces by VNNI's where
   /// the CPU has it: kept so that the tests run it on every machine.
   void (*sketch_mask_portable)(const SketchArgs& args, std::uint32_t* mask);
+
+  /// The bounded assignment's per-centroid lower bounds after the centroids moved: each of
+  /// lb[0, n) becomes bounds::lower_step's value for it (the float step towards zero from
+  /// fl(lb[c] - cdf[c]), 0 where that is not positive, +inf kept), gmin[g] the smallest new
+  /// bound of positions [g gs, min(n, (g + 1) gs)); returns the smallest of all. The same bits
+  /// on every target.
+  float (*lower_step_groups)(float* lb, const float* cdf, std::size_t n, std::size_t gs, float* gmin);
+
+  /// Per-centroid lower bounds from one row's n scores: lb[c] <= sqrt(sc[c] + base), 0 where
+  /// that is not positive, with every rounding of the target's arithmetic taken below (float
+  /// scores: base rounded down to float, a float sum and square root, then three float steps
+  /// towards zero, more than their 2.5 ulps; double scores: bounds::down of the double root).
+  /// The same bits on every target.
+  void (*bounds_from_scores)(const T* sc, std::size_t n, double base, float* lb);
 };
 
 /// Every compiled target's tables the running CPU supports, best first, then the reference.

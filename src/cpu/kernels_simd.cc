@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "cpu/bounds.hpp"
 #include "cpu/dispatch.hpp"
 #include "cpu/kernel_table.hpp"
 #include "cpu/prefetch.hpp"
@@ -313,6 +315,65 @@ void SqDistRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::si
   }
 }
 
+// The one-panel group's results from its register tile (GroupMinSliver, and the blocked path
+// of GroupMin): per row the smallest score, its index (the panel's ids ascend with the
+// position, so the first lane holding the smallest score holds the lowest index), the
+// runner-up, and every score where asked for.
+template <class T, std::size_t NV, class V>
+HWY_INLINE void OnePanelResult(V (&acc)[kMR][NV], const T* packed, const T* ids, std::size_t k, std::size_t c0,
+                               std::size_t m, std::size_t norms_at, T* min1, std::int32_t* idx1, T* min2, T* scores,
+                               std::size_t lds) {
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t nr = NV * L;
+  const T* norms = packed + norms_at;
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  const V minus2 = hn::Set(d, T(-2));
+  const std::size_t p = c0 / nr;
+  V nv[NV];
+#pragma GCC unroll 16
+  for (std::size_t v = 0; v < NV; ++v) nv[v] = hn::Load(d, norms + p * nr + v * L);
+  const V iota = hn::Iota(d, T(0));
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < kMR; ++i) {
+    if (i >= m) break;
+    V sv[NV];
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) sv[v] = hn::MulAdd(acc[i][v], minus2, nv[v]);
+    if (scores != nullptr) {
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < NV; ++v) hn::StoreU(sv[v], d, scores + i * lds + v * L);
+    }
+    // From +inf, taking strictly smaller scores: a NaN score is never the minimum (as in the
+    // general path below).
+    V lo = inf;
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) lo = hn::IfThenElse(hn::Lt(sv[v], lo), sv[v], lo);
+    const V mn = hn::MinOfLanes(d, lo);
+    // No score below +inf: position 0, ids[c0], as the general path (an infinite score that
+    // follows a NaN must not be taken for the winner).
+    std::size_t pos = 0;
+    const std::size_t nsearch = hn::GetLane(mn) < std::numeric_limits<T>::infinity() ? NV : 0;
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) {
+      if (v >= nsearch) break;
+      const intptr_t f = hn::FindFirstTrue(d, hn::Eq(sv[v], mn));
+      if (f >= 0) {
+        pos = v * L + static_cast<std::size_t>(f);
+        sv[v] = hn::IfThenElse(hn::Eq(iota, hn::Set(d, static_cast<T>(f))), inf, sv[v]);
+        break;
+      }
+    }
+    V rest = sv[0];
+#pragma GCC unroll 16
+    for (std::size_t v = 1; v < NV; ++v) rest = hn::Min(rest, sv[v]);
+    min1[i] = hn::GetLane(mn);
+    const T bi = ids[p * nr + pos];
+    idx1[i] = bi < static_cast<T>(k) ? static_cast<std::int32_t>(bi) : static_cast<std::int32_t>(ids[c0]);
+    min2[i] = hn::GetLane(hn::MinOfLanes(d, rest));
+  }
+}
+
 // One centroid group of the bounded assignment (kernel_table.hpp, group_min): the panels of
 // [c0, c1) against a sliver of kMR packed rows (by pointer; m in use), with AssignRows' DotTile and score arithmetic, so that
 // every pair's score is bitwise the one AssignRows computes. Per row and lane it keeps the
@@ -320,7 +381,8 @@ void SqDistRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::si
 // smallest; the lanes are merged at the end.
 template <class T, std::size_t NV>
 HWY_INLINE void GroupMinSliver(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k,
-                               std::size_t c0, std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
+                               std::size_t c0, std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2,
+                               T* scores, std::size_t lds) {
   using V = hn::Vec<Tag<T>>;
   const Tag<T> d;
   const std::size_t L = hn::Lanes(d);
@@ -331,49 +393,10 @@ HWY_INLINE void GroupMinSliver(const T* const* xr, std::size_t dim, const T* pac
   const V minus2 = hn::Set(d, T(-2));
   const std::size_t p1 = (c1 + nr - 1) / nr;
   if (p1 == c0 / nr + 1) {
-    // One panel (the usual group): the scores stay in registers. Its ids ascend with the
-    // position, so the first lane holding the smallest score holds the lowest index.
-    const std::size_t p = c0 / nr;
+    // One panel (the usual group): the scores stay in registers.
     V acc[kMR][NV];
-    DotTileRows<NV>(xr, dim, packed + p * nr * dim, acc);
-    V nv[NV];
-#pragma GCC unroll 16
-    for (std::size_t v = 0; v < NV; ++v) nv[v] = hn::Load(d, norms + p * nr + v * L);
-    const V iota = hn::Iota(d, T(0));
-#pragma GCC unroll 16
-    for (std::size_t i = 0; i < kMR; ++i) {
-      if (i >= m) break;
-      V sv[NV];
-#pragma GCC unroll 16
-      for (std::size_t v = 0; v < NV; ++v) sv[v] = hn::MulAdd(acc[i][v], minus2, nv[v]);
-      // From +inf, taking strictly smaller scores: a NaN score is never the minimum (as in the
-      // general path below).
-      V lo = inf;
-#pragma GCC unroll 16
-      for (std::size_t v = 0; v < NV; ++v) lo = hn::IfThenElse(hn::Lt(sv[v], lo), sv[v], lo);
-      const V mn = hn::MinOfLanes(d, lo);
-      // No score below +inf: position 0, ids[c0], as the general path (an infinite score that
-      // follows a NaN must not be taken for the winner).
-      std::size_t pos = 0;
-      const std::size_t nsearch = hn::GetLane(mn) < std::numeric_limits<T>::infinity() ? NV : 0;
-#pragma GCC unroll 16
-      for (std::size_t v = 0; v < NV; ++v) {
-        if (v >= nsearch) break;
-        const intptr_t f = hn::FindFirstTrue(d, hn::Eq(sv[v], mn));
-        if (f >= 0) {
-          pos = v * L + static_cast<std::size_t>(f);
-          sv[v] = hn::IfThenElse(hn::Eq(iota, hn::Set(d, static_cast<T>(f))), inf, sv[v]);
-          break;
-        }
-      }
-      V rest = sv[0];
-#pragma GCC unroll 16
-      for (std::size_t v = 1; v < NV; ++v) rest = hn::Min(rest, sv[v]);
-      min1[i] = hn::GetLane(mn);
-      const T bi = ids[p * nr + pos];
-      idx1[i] = bi < static_cast<T>(k) ? static_cast<std::int32_t>(bi) : static_cast<std::int32_t>(ids[c0]);
-      min2[i] = hn::GetLane(hn::MinOfLanes(d, rest));
-    }
+    DotTileRows<NV>(xr, dim, packed + (c0 / nr) * nr * dim, acc);
+    OnePanelResult<T, NV>(acc, packed, ids, k, c0, m, npanels * nr * dim, min1, idx1, min2, scores, lds);
     return;
   }
   HWY_ALIGN T m1s[kMR * (64 / sizeof(T))];
@@ -394,6 +417,7 @@ HWY_INLINE void GroupMinSliver(const T* const* xr, std::size_t dim, const T* pac
       V a1 = hn::Load(d, m1s + i * L), b1 = hn::Load(d, i1s + i * L), a2 = hn::Load(d, m2s + i * L);
       for (std::size_t v = 0; v < NV; ++v) {
         const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, pn + v * L));
+        if (scores != nullptr && i < m) hn::StoreU(sv, d, scores + i * lds + (p * nr - c0) + v * L);
         const V idx = hn::LoadU(d, ids + p * nr + v * L);
         // The packed order need not be index order: equal scores go to the lower index.
         const auto lt = hn::Or(hn::Lt(sv, a1), hn::And(hn::Eq(sv, a1), hn::Lt(idx, b1)));
@@ -421,13 +445,88 @@ HWY_INLINE void GroupMinSliver(const T* const* xr, std::size_t dim, const T* pac
   }
 }
 
+// Features per slice of the blocked one-panel path: a slice of the panel (nr x kKC) stays in
+// L1 while the slivers of a batch stream their rows' slices past it.
+constexpr std::size_t kKC = 128;
+// Slivers per batch of the blocked path (their accumulators wait in a small buffer).
+constexpr std::size_t kBatchSlivers = 8;
+
+// DotTileRows over features [j0, j1) only, the accumulators carried in from and out to `buf`
+// (kMR x NV vectors): storing and reloading a float is exact, so slice after slice gives the
+// same multiply-adds in the same order, hence the same bits, as DotTileRows over all features.
+template <std::size_t NV, class T>
+HWY_INLINE void DotTileRowsSlice(const T* const* HWY_RESTRICT xr, std::size_t j0, std::size_t j1,
+                                 const T* HWY_RESTRICT panel, T* HWY_RESTRICT buf) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t nr = NV * L;
+  const T* x[kMR];
+  V acc[kMR][NV];
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < kMR; ++i) {
+    x[i] = xr[i];
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::Load(d, buf + (i * NV + v) * L);
+  }
+  for (std::size_t j = j0; j < j1; ++j) {
+    V c[NV];
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) c[v] = hn::Load(d, panel + j * nr + v * L);
+#pragma GCC unroll 16
+    for (std::size_t i = 0; i < kMR; ++i) {
+      const V xb = hn::Set(d, x[i][j]);
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::MulAdd(xb, c[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < kMR; ++i) {
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) hn::Store(acc[i][v], d, buf + (i * NV + v) * L);
+  }
+}
+
 // group_min over any number of rows: kMR at a time (xr holds m pointers rounded up to kMR).
+// A one-panel group of wide rows goes in batches of slivers, feature slice by feature slice
+// (GEMM's K blocking): the panel's slice is read from L1 by every sliver of the batch instead
+// of from L2 by each, where a panel and a sliver's rows no longer fit L1 together.
 template <class T, std::size_t NV>
 void GroupMin(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
-              std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
+              std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2, T* scores, std::size_t lds) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t nr = NV * L;
+  if (dim > 2 * kKC && m > kMR && (c1 + nr - 1) / nr == c0 / nr + 1) {
+    const std::size_t npanels = (k + nr - 1) / nr;
+    const T* panel = packed + (c0 / nr) * nr * dim;
+    HWY_ALIGN T buf[kBatchSlivers * kMR * NV * (64 / sizeof(T))];
+    const std::size_t vec = kMR * NV * L;  // one sliver's accumulators
+    for (std::size_t b0 = 0; b0 < m; b0 += kBatchSlivers * kMR) {
+      const std::size_t nsl = std::min(kBatchSlivers, (m - b0 + kMR - 1) / kMR);
+      std::fill_n(buf, nsl * vec, T(0));
+      for (std::size_t j0 = 0; j0 < dim; j0 += kKC) {
+        const std::size_t j1 = std::min(dim, j0 + kKC);
+        for (std::size_t q = 0; q < nsl; ++q) DotTileRowsSlice<NV>(xr + b0 + q * kMR, j0, j1, panel, buf + q * vec);
+      }
+      for (std::size_t q = 0; q < nsl; ++q) {
+        const std::size_t s0 = b0 + q * kMR;
+        V acc[kMR][NV];
+#pragma GCC unroll 16
+        for (std::size_t i = 0; i < kMR; ++i) {
+#pragma GCC unroll 16
+          for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::Load(d, buf + q * vec + (i * NV + v) * L);
+        }
+        OnePanelResult<T, NV>(acc, packed, ids, k, c0, std::min(kMR, m - s0), npanels * nr * dim, min1 + s0,
+                              idx1 + s0, min2 + s0, scores != nullptr ? scores + s0 * lds : nullptr, lds);
+      }
+    }
+    return;
+  }
   for (std::size_t s0 = 0; s0 < m; s0 += kMR) {
     GroupMinSliver<T, NV>(xr + s0, dim, packed, ids, k, c0, c1, std::min(kMR, m - s0), min1 + s0, idx1 + s0,
-                          min2 + s0);
+                          min2 + s0, scores != nullptr ? scores + s0 * lds : nullptr, lds);
   }
 }
 
@@ -795,6 +894,57 @@ void SketchMask(const SketchArgs& g, std::uint32_t* mask) {
 }
 #endif
 
+// ---- The bounded assignment's per-centroid bounds (kernel_table.hpp) ----
+
+float LowerStepGroups(float* lb, const float* cdf, std::size_t n, std::size_t gs, float* gmin) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const std::size_t L = hn::Lanes(df);
+  const auto zero = hn::Zero(df), inf = hn::Set(df, std::numeric_limits<float>::infinity());
+  const auto one = hn::Set(di, 1);
+  float all = std::numeric_limits<float>::infinity();
+  for (std::size_t g0 = 0, g = 0; g0 < n; g0 += gs, ++g) {
+    const std::size_t e = std::min(n, g0 + gs);
+    auto vmin = inf;
+    std::size_t c = g0;
+    for (; c + L <= e; c += L) {
+      const auto l = hn::LoadU(df, lb + c);
+      const auto r = hn::Sub(l, hn::LoadU(df, cdf + c));
+      // The float below r where r > 0 (its bits less one), else 0; +inf stays.
+      const auto below = hn::IfThenElseZero(hn::Gt(r, zero), hn::BitCast(df, hn::Sub(hn::BitCast(di, r), one)));
+      const auto out = hn::IfThenElse(hn::Eq(l, inf), l, below);
+      hn::StoreU(out, df, lb + c);
+      vmin = hn::Min(vmin, out);  // no NaN: bounds are >= +0 or +inf
+    }
+    float m = hn::GetLane(hn::MinOfLanes(df, vmin));
+    if (c < e) m = std::min(m, bounds::lower_step(lb + c, cdf + c, e - c));
+    gmin[g] = m;
+    all = std::min(all, m);
+  }
+  return all;
+}
+
+template <class T>
+void BoundsFromScores(const T* sc, std::size_t n, double base, float* lb) {
+  if constexpr (std::is_same_v<T, float>) {
+    const hn::ScalableTag<float> df;
+    const hn::RebindToSigned<decltype(df)> di;
+    const std::size_t L = hn::Lanes(df);
+    const float bf = bounds::float_below(base);
+    const auto vb = hn::Set(df, bf), zero = hn::Zero(df);
+    const auto two = hn::Set(di, 2), three = hn::Set(di, 3);
+    std::size_t c = 0;
+    for (; c + L <= n; c += L) {
+      const auto r = hn::Sqrt(hn::Max(hn::Add(hn::LoadU(df, sc + c), vb), zero));
+      const auto b = hn::BitCast(di, r);
+      hn::StoreU(hn::BitCast(df, hn::IfThenElseZero(hn::Gt(b, two), hn::Sub(b, three))), df, lb + c);
+    }
+    for (; c < n; ++c) lb[c] = bounds::root_below(sc[c], bf);
+  } else {
+    for (std::size_t c = 0; c < n; ++c) lb[c] = bounds::down(std::sqrt(std::max(0.0, static_cast<double>(sc[c]) + base)));
+  }
+}
+
 template <class T>
 const KernelTable<T>* Table() {
   static const KernelTable<T> table{
@@ -812,11 +962,12 @@ const KernelTable<T>* Table() {
       &AccumulateRun<T>,
 #if HWY_TARGET == HWY_AVX3
       sketch_vnni_usable() ? &sketch_mask_vnni : &SketchMask,
-      &SketchMask};
 #else
       &SketchMask,
-      &SketchMask};
 #endif
+      &SketchMask,
+      &LowerStepGroups,
+      &BoundsFromScores<T>};
   return &table;
 }
 

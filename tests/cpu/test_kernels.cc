@@ -124,18 +124,21 @@ TYPED_TEST(KernelTest, AssignAndDistancesMatchReferenceExactly) {
 // exact scores: small-integer rows and centroids (every score exact; many exact ties, some from
 // duplicated centroids), the centroids packed in a shuffled panel order with ascending ids
 // within each panel, as the engine packs its groups; groups of one panel (the kernel's
-// register path) and of several, row counts around the sliver height.
+// register path) and of several, row counts around the sliver height; every score as well
+// where asked for (the per-centroid bounds).
 TYPED_TEST(KernelTest, GroupMinExactOnEveryTarget) {
   using T = TypeParam;
   std::uint64_t seed = 77;
   for (const auto* tab : detail::kernel_tables<T>()) {
     for (const auto* table : {&tab->wide, &tab->narrow}) {
       const std::size_t nr = table->nr, P = tab->center_pad;
-      for (std::size_t d : {1, 5, 16, 33, 64}) {
+      // D = 300 and 777: the blocked path (feature slices, batches of slivers; more rows than
+      // one batch holds).
+      for (std::size_t d : {1, 5, 16, 33, 64, 300, 777}) {
         for (std::size_t k : {nr - 1, nr, 3 * nr + 2}) {
           if (k == 0) continue;
           SCOPED_TRACE(::testing::Message() << tab->name << " nr=" << nr << " d=" << d << " k=" << k);
-          const std::size_t n = 2 * P + 3;
+          const std::size_t n = d > 256 ? 9 * P + 5 : 2 * P + 3;
           auto raw = testing::small_ints<T>(n, d, seed++);
           auto shift = testing::small_ints<T>(1, d, seed++, 3);
           auto cint = testing::small_ints<double>(k, d, seed++, 3);
@@ -172,7 +175,12 @@ TYPED_TEST(KernelTest, GroupMinExactOnEveryTarget) {
             for (auto [c0, c1] : groups) {
               std::vector<T> m1(m), m2(m);
               std::vector<std::int32_t> i1(m, -1);
-              table->group_min(xr.data(), d, pk.data, ids.data(), k, c0, c1, m, m1.data(), i1.data(), m2.data());
+              // Every score too, every other call (the per-centroid bounds' variant).
+              const bool with_scores = (c0 / nr + m) % 2 == 0;
+              const std::size_t lds = (c1 - c0 + nr - 1) / nr * nr + 3;
+              std::vector<T> scores(with_scores ? m * lds : 0, T(-1));
+              table->group_min(xr.data(), d, pk.data, ids.data(), k, c0, c1, m, m1.data(), i1.data(), m2.data(),
+                               with_scores ? scores.data() : nullptr, lds);
               for (std::size_t i = 0; i < m; ++i) {
                 const std::size_t r = rows[n - 1 - std::min(i, m - 1)];
                 double b1 = std::numeric_limits<double>::infinity(), b2 = b1;
@@ -185,6 +193,9 @@ TYPED_TEST(KernelTest, GroupMinExactOnEveryTarget) {
                     dot += (double(raw[r * d + j]) - double(shift[j])) * cint[c * d + j];
                   }
                   const double sc = nc - 2 * dot;
+                  if (with_scores) {
+                    ASSERT_EQ(double(scores[i * lds + (p - c0)]), sc) << "score, row " << i << " position " << p;
+                  }
                   if (sc < b1 || (sc == b1 && static_cast<std::int32_t>(c) < j1)) {
                     b2 = std::min(b2, b1);
                     b1 = sc;
@@ -238,7 +249,7 @@ TYPED_TEST(KernelTest, GroupMinNeverTakesNaN) {
         for (auto [c0, c1] : {std::pair<std::size_t, std::size_t>{0, nr}, {0, k}}) {
           std::vector<T> m1(2), m2(2);
           std::vector<std::int32_t> i1(2, -1);
-          table->group_min(xr.data(), d, pk.data, ids.data(), k, c0, c1, 2, m1.data(), i1.data(), m2.data());
+          table->group_min(xr.data(), d, pk.data, ids.data(), k, c0, c1, 2, m1.data(), i1.data(), m2.data(), nullptr, 0);
           for (int r = 0; r < 2; ++r) {
             EXPECT_FALSE(std::isnan(m1[static_cast<std::size_t>(r)])) << "row " << r << " [" << c0 << ", " << c1 << ")";
             EXPECT_GE(i1[static_cast<std::size_t>(r)], 0);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -255,6 +256,55 @@ TEST(Prune, AutoGivesUpWhereBoundsDoNotPay) {
   EXPECT_LT(gave_up, a.history.size()) << "auto kept pruning";
   for (std::size_t i = gave_up; i < a.history.size(); ++i) EXPECT_EQ(a.history[i].distances, full) << i;
   EXPECT_LT(on.history.back().distances, full);
+}
+
+// Sets an environment variable for one scope, restoring what it held.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// Where K lower bounds fit in a row of X (D > K), the engine keeps one per centroid and, on
+// overlapping clusters in high dimension, scores fewer groups than with one bound per group;
+// both kinds are bitwise the unpruned fit. (ctest also runs every PruneTest with per-centroid
+// bounds forced, on every shape.)
+TEST(Prune, PerCentroidBoundsScoreFewerGroupsAtHighD) {
+  const std::size_t n = 6000, d = 96, k = 48;
+  const auto X = blobs<float>(n, d, 48, 21, 0.5);
+  KMeansOptions o = to_convergence(k, 60);
+  std::uint64_t groups = 0, centroids = 0;
+  {
+    ScopedEnv env("FLASHKM_PRUNE_BOUNDS", "groups");
+    groups = total_distances(check(X, n, d, o).history);
+  }
+  {
+    ScopedEnv env("FLASHKM_PRUNE_BOUNDS", nullptr);  // the engine's own choice: per centroid here
+    centroids = total_distances(check(X, n, d, o).history);
+  }
+  EXPECT_LT(centroids, groups);
 }
 
 TYPED_TEST(PruneTest, StreamedBitwise) {

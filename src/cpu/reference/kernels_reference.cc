@@ -5,8 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "cpu/bounds.hpp"
 #include "cpu/kernel_table.hpp"
 
 namespace flashkm::detail {
@@ -99,13 +101,14 @@ void ref_pack_rows(const PointsRef<T>& pts, const std::uint32_t* idx, std::size_
 
 template <class T>
 void ref_group_min(const T* const* xr, std::size_t dim, const T* packed, const T* ids, std::size_t k, std::size_t c0,
-                   std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2) {
+                   std::size_t c1, std::size_t m, T* min1, std::int32_t* idx1, T* min2, T* scores, std::size_t lds) {
   const T* norms = packed + k * dim;
   for (std::size_t i = 0; i < m; ++i) {
     T a1 = std::numeric_limits<T>::infinity(), a2 = a1;
     std::int32_t b1 = static_cast<std::int32_t>(ids[c0]);
     for (std::size_t c = c0; c < c1; ++c) {
       const T s = std::fma(T(-2), ref_dot(xr[i], packed + c * dim, dim), norms[c]);
+      if (scores != nullptr) scores[i * lds + (c - c0)] = s;
       const auto id = static_cast<std::int32_t>(ids[c]);
       if (s < a1 || (s == a1 && id < b1)) {
         a2 = a1;
@@ -208,6 +211,28 @@ void ref_sketch_mask(const SketchArgs& g, std::uint32_t* mask) {
   }
 }
 
+float ref_lower_step_groups(float* lb, const float* cdf, std::size_t n, std::size_t gs, float* gmin) {
+  float all = std::numeric_limits<float>::infinity();
+  for (std::size_t g0 = 0, g = 0; g0 < n; g0 += gs, ++g) {
+    const std::size_t e = std::min(n, g0 + gs);
+    float m = std::numeric_limits<float>::infinity();
+    for (std::size_t c = g0; c < e; ++c) m = std::min(m, bounds::lower_step(lb + c, cdf + c, 1));
+    gmin[g] = m;
+    all = std::min(all, m);
+  }
+  return all;
+}
+
+template <class T>
+void ref_bounds_from_scores(const T* sc, std::size_t n, double base, float* lb) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float bf = bounds::float_below(base);
+    for (std::size_t c = 0; c < n; ++c) lb[c] = bounds::root_below(sc[c], bf);
+  } else {
+    for (std::size_t c = 0; c < n; ++c) lb[c] = bounds::down(std::sqrt(std::max(0.0, static_cast<double>(sc[c]) + base)));
+  }
+}
+
 template <class T>
 const KernelTable<T>& reference_table() {
   // One layout serves as both the wide and the narrow panel.
@@ -216,7 +241,7 @@ const KernelTable<T>& reference_table() {
   static const KernelTable<T> table{"reference", panel, panel, &ref_sqdist_one<T>,
                                     &ref_sqdist_few<T>, &ref_sqdist_listed<T>, &ref_center_rows<T>, 1,
                                     &ref_pack_rows<T>, &ref_accumulate<T>, &ref_sketch_mask,
-                                    &ref_sketch_mask};
+                                    &ref_sketch_mask, &ref_lower_step_groups, &ref_bounds_from_scores<T>};
   return table;
 }
 
