@@ -168,20 +168,14 @@ HWY_INLINE void DotTile(const T* HWY_RESTRICT xp, std::size_t dim, const T* HWY_
 // DotTile over kMR packed rows held by pointer (the bounded assignment scores a group's
 // survivors where they were packed, without copying them into a sliver): the same
 // multiply-adds in the same order, so the same bits as DotTile on those rows.
+// The multiply-adds of features [j0, j1) into acc (DotTileRows, and its sliced form).
 template <std::size_t NV, class T, class V>
-HWY_INLINE void DotTileRows(const T* const* HWY_RESTRICT xr, std::size_t dim, const T* HWY_RESTRICT panel,
-                            V (&acc)[kMR][NV]) {
+HWY_INLINE void DotRowsRange(const T* const (&x)[kMR], std::size_t j0, std::size_t j1, const T* HWY_RESTRICT panel,
+                             V (&acc)[kMR][NV]) {
   const Tag<T> d;
   const std::size_t L = hn::Lanes(d);
   const std::size_t nr = NV * L;
-  const T* x[kMR];
-#pragma GCC unroll 16
-  for (std::size_t i = 0; i < kMR; ++i) {
-    x[i] = xr[i];
-#pragma GCC unroll 16
-    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::Zero(d);
-  }
-  for (std::size_t j = 0; j < dim; ++j) {
+  for (std::size_t j = j0; j < j1; ++j) {
     V c[NV];
 #pragma GCC unroll 16
     for (std::size_t v = 0; v < NV; ++v) c[v] = hn::Load(d, panel + j * nr + v * L);
@@ -192,6 +186,20 @@ HWY_INLINE void DotTileRows(const T* const* HWY_RESTRICT xr, std::size_t dim, co
       for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::MulAdd(xb, c[v], acc[i][v]);
     }
   }
+}
+
+template <std::size_t NV, class T, class V>
+HWY_INLINE void DotTileRows(const T* const* HWY_RESTRICT xr, std::size_t dim, const T* HWY_RESTRICT panel,
+                            V (&acc)[kMR][NV]) {
+  const Tag<T> d;
+  const T* x[kMR];
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < kMR; ++i) {
+    x[i] = xr[i];
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::Zero(d);
+  }
+  DotRowsRange<NV>(x, 0, dim, panel, acc);
 }
 
 // Rows per packed block: a multiple of kMR whose packed copy fits kBlockBytes.
@@ -460,7 +468,6 @@ HWY_INLINE void DotTileRowsSlice(const T* const* HWY_RESTRICT xr, std::size_t j0
   using V = hn::Vec<Tag<T>>;
   const Tag<T> d;
   const std::size_t L = hn::Lanes(d);
-  const std::size_t nr = NV * L;
   const T* x[kMR];
   V acc[kMR][NV];
 #pragma GCC unroll 16
@@ -469,17 +476,7 @@ HWY_INLINE void DotTileRowsSlice(const T* const* HWY_RESTRICT xr, std::size_t j0
 #pragma GCC unroll 16
     for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::Load(d, buf + (i * NV + v) * L);
   }
-  for (std::size_t j = j0; j < j1; ++j) {
-    V c[NV];
-#pragma GCC unroll 16
-    for (std::size_t v = 0; v < NV; ++v) c[v] = hn::Load(d, panel + j * nr + v * L);
-#pragma GCC unroll 16
-    for (std::size_t i = 0; i < kMR; ++i) {
-      const V xb = hn::Set(d, x[i][j]);
-#pragma GCC unroll 16
-      for (std::size_t v = 0; v < NV; ++v) acc[i][v] = hn::MulAdd(xb, c[v], acc[i][v]);
-    }
-  }
+  DotRowsRange<NV>(x, j0, j1, panel, acc);
 #pragma GCC unroll 16
   for (std::size_t i = 0; i < kMR; ++i) {
 #pragma GCC unroll 16
