@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "cpu/bounds.hpp"
@@ -209,6 +210,74 @@ TYPED_TEST(KernelTest, GroupMinExactOnEveryTarget) {
                 ASSERT_EQ(double(m2[i]), b2) << "row " << i << " group [" << c0 << ", " << c1 << ")";
               }
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The per-centroid bounds' kernels on every target against the reference, bit for bit:
+// lower_step_groups (bounds after a move, each group's smallest, the smallest of all; +inf and
+// zero kept, groups of one or several vectors and a short last group), and bounds_from_scores,
+// which must also be a true lower bound: lb <= sqrt(exact score + base), computed in long
+// double, for scores far apart in magnitude and sums near zero.
+TYPED_TEST(KernelTest, PerCentroidBoundKernelsBitwiseAndSound) {
+  using T = TypeParam;
+  std::mt19937_64 rng(91);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const auto& ref = detail::reference_table<T>();
+  for (const auto* tab : detail::kernel_tables<T>()) {
+    SCOPED_TRACE(tab->name);
+    for (std::size_t n : {1, 7, 16, 37, 256, 301}) {
+      for (std::size_t gs : {1, 8, 16, 48}) {
+        std::vector<float> lb(n), cdf(n);
+        for (std::size_t c = 0; c < n; ++c) {
+          const double r = u(rng);
+          lb[c] = r < 0.1 ? std::numeric_limits<float>::infinity() : r < 0.15 ? 0.0f : static_cast<float>(std::ldexp(u(rng), static_cast<int>(c % 40) - 20));
+          cdf[c] = c % 5 == 0 ? lb[c] : static_cast<float>(std::ldexp(u(rng), static_cast<int>(c % 40) - 24));
+        }
+        std::vector<float> a = lb, b = lb;
+        const std::size_t G = (n + gs - 1) / gs;
+        std::vector<float> ga(G, -1.0f), gb(G, -1.0f);
+        const float ma = tab->lower_step_groups(a.data(), cdf.data(), n, gs, ga.data());
+        const float mb = ref.lower_step_groups(b.data(), cdf.data(), n, gs, gb.data());
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), n * sizeof(float))) << "n=" << n << " gs=" << gs;
+        ASSERT_EQ(0, std::memcmp(ga.data(), gb.data(), G * sizeof(float))) << "n=" << n << " gs=" << gs;
+        ASSERT_EQ(ma, mb);
+        for (std::size_t c = 0; c < n; ++c) {
+          // A lower bound after the move: at most l - drift (exactly), +inf kept.
+          if (lb[c] == std::numeric_limits<float>::infinity()) {
+            ASSERT_EQ(a[c], lb[c]);
+          } else {
+            // (0 where l - drift is not positive: distances are never negative.)
+            ASSERT_LE(static_cast<long double>(a[c]),
+                      std::max(0.0L, static_cast<long double>(lb[c]) - static_cast<long double>(cdf[c]))) << c;
+            ASSERT_GE(a[c], 0.0f);
+          }
+        }
+      }
+      std::vector<T> sc(n);
+      for (double base : {0.0, 1e-3, 7.25, 1e6, -3.0}) {
+        for (std::size_t c = 0; c < n; ++c) {
+          const double mag = std::ldexp(1.0, static_cast<int>(c % 30) - 10);
+          // Scores near -base (sums near zero) and of every magnitude, both signs.
+          sc[c] = static_cast<T>(c % 3 == 0 ? -base + mag * (u(rng) - 0.3) : mag * (2 * u(rng) - 1));
+        }
+        std::vector<float> a(n, -1.0f), b(n, -1.0f);
+        tab->bounds_from_scores(sc.data(), n, base, a.data());
+        ref.bounds_from_scores(sc.data(), n, base, b.data());
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), n * sizeof(float))) << "n=" << n << " base=" << base;
+        for (std::size_t c = 0; c < n; ++c) {
+          long double e = static_cast<long double>(sc[c]) + static_cast<long double>(base);
+          // Double scores: the double sum's own rounding is the caller's to cover (its eps), so
+          // soundness is checked up to it; float scores are sound in their arithmetic alone.
+          if (!std::is_same_v<T, float>) e += 0x1p-51L * (std::fabs(static_cast<long double>(sc[c])) + std::fabs(static_cast<long double>(base)));
+          ASSERT_GE(a[c], 0.0f);
+          if (e <= 0) {
+            ASSERT_EQ(a[c], 0.0f) << c;
+          } else {
+            ASSERT_LE(static_cast<long double>(a[c]), std::sqrt(e)) << "score " << sc[c] << " base " << base;
           }
         }
       }
