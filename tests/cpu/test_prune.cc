@@ -289,8 +289,8 @@ class ScopedEnv {
 
 // Where K lower bounds fit in a row of X (D > K), the engine keeps one per centroid and, on
 // overlapping clusters in high dimension, scores fewer groups than with one bound per group;
-// both kinds are bitwise the unpruned fit. (ctest also runs every PruneTest with per-centroid
-// bounds forced, on every shape.)
+// both kinds are bitwise the unpruned fit. (ctest also runs the PruneTests but the every-target
+// sweep with per-centroid bounds forced, on every shape.)
 TEST(Prune, PerCentroidBoundsScoreFewerGroupsAtHighD) {
   const std::size_t n = 6000, d = 96, k = 48;
   const auto X = blobs<float>(n, d, 48, 21, 0.5);
