@@ -165,9 +165,6 @@ HWY_INLINE void DotTile(const T* HWY_RESTRICT xp, std::size_t dim, const T* HWY_
   }
 }
 
-// DotTile over kMR packed rows held by pointer (the bounded assignment scores a group's
-// survivors where they were packed, without copying them into a sliver): the same
-// multiply-adds in the same order, so the same bits as DotTile on those rows.
 // The multiply-adds of features [j0, j1) into acc (DotTileRows, and its sliced form).
 template <std::size_t NV, class T, class V>
 HWY_INLINE void DotRowsRange(const T* const (&x)[kMR], std::size_t j0, std::size_t j1, const T* HWY_RESTRICT panel,
@@ -188,6 +185,9 @@ HWY_INLINE void DotRowsRange(const T* const (&x)[kMR], std::size_t j0, std::size
   }
 }
 
+// DotTile over kMR packed rows held by pointer (the bounded assignment scores a group's
+// survivors where they were packed, without copying them into a sliver): the same
+// multiply-adds in the same order, so the same bits as DotTile on those rows.
 template <std::size_t NV, class T, class V>
 HWY_INLINE void DotTileRows(const T* const* HWY_RESTRICT xr, std::size_t dim, const T* HWY_RESTRICT panel,
                             V (&acc)[kMR][NV]) {
