@@ -71,6 +71,10 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
     per_centroid_ = k > 1 && (force == "centroids" || (force != "groups" && 4 * (1 + k) <= row_bytes_));
   }
   nlb_ = per_centroid_ ? k : groups_;
+  {
+    const char* env = std::getenv("FLASHKM_PRUNE_PAIRS");
+    pair_filter_ = per_centroid_ && groups_ > 1 && !(env != nullptr && std::string(env) == "0");
+  }
   // The largest row norm, for the guard against scores beyond float range: one pass over X,
   // once per shift (not once per run).
   if (rmax_ < 0) {
@@ -124,6 +128,9 @@ void CpuEngine<T>::prepare_scratch() {
     s.eps.resize(bb);
     s.scores.resize(per_centroid_ ? bp * group_size_ : 0);
     s.gmin.resize(per_centroid_ ? bb * groups_ : 0);
+    s.pairs.resize(pair_filter_ ? k_ : 0);
+    s.pscores.resize(pair_filter_ ? k_ : 0);
+    s.mode.resize(pair_filter_ ? bb : 0);
   }
 }
 
@@ -177,6 +184,12 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
     if (inner_product_) std::fill_n(bp + kpad * dim_, k, T(0));
     ids_.assign(kpad, std::numeric_limits<T>::infinity());
     for (std::size_t p = 0; p < k; ++p) ids_[p] = static_cast<T>(order_[p]);
+    bnorms_at_ = kpad * dim_;
+    if (pair_filter_) {
+      // The values the panels hold (pack_centroids rounds each the same way), row by row.
+      bcrows_.resize(k * dim_);
+      for (std::size_t i = 0; i < k * dim_; ++i) bcrows_[i] = static_cast<T>(permuted[i]);
+    }
   }
   if (bounds_valid_) {
     drift_.assign(k, 0.0);
@@ -226,8 +239,8 @@ std::size_t CpuEngine<T>::bounded_chunk(const Chunk<T>& ch, std::size_t r0, std:
   const std::size_t bb = bound_block_rows();
   const std::size_t nb = (r1 - r0 + bb - 1) / bb;
   std::size_t changed = 0;
-  std::uint64_t distances = 0, pruned = 0;
-#pragma omp parallel num_threads(threads_) reduction(+ : changed, distances, pruned)
+  std::uint64_t distances = 0, pruned = 0, approx = 0;
+#pragma omp parallel num_threads(threads_) reduction(+ : changed, distances, pruned, approx)
   {
     BoundScratch& s = bound_scratch();
     BoundCounts c;
@@ -238,9 +251,11 @@ std::size_t CpuEngine<T>::bounded_chunk(const Chunk<T>& ch, std::size_t r0, std:
     }
     distances += c.distances;
     pruned += c.pruned;
+    approx += c.approx;
   }
   counts_.distances += distances;
   counts_.pruned += pruned;
+  counts_.approx += approx;
   return changed;
 }
 
@@ -361,18 +376,53 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     }
   };
   const std::uint64_t all = G == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << G) - 1;
-  if (valid) {
-    // First every survivor's own group.
-    bucket([&](std::size_t i) { return std::uint64_t{1} << s.own[i]; });
-    // Then the groups each row's lower bounds do not exclude against its best so far. Every
-    // score in g is at least L^2 - ||x||^2 - nmax - eps: g is skipped if that exceeds the best
-    // score found (so none can equal it either).
+  const bool pairs = valid && pair_filter_;
+  // The other groups each survivor's lower bounds do not exclude against its best so far (its
+  // own group scored). Every score in g is at least L^2 - ||x||^2 - nmax - eps: g is skipped if
+  // that exceeds the best score found (so none can equal it either).
+  auto need_after_own = [&](std::size_t i) {
+    // Per centroid: a group is needed where one of its centroids' bounds does not exclude it.
+    const float* lb = pc ? s.gmin.data() + i * G : lb_.data() + (ch.first + s.rows[i]) * G;
+    const double thr = static_cast<double>(s.best_s[i]) + static_cast<double>(s.bnorm[i]) + 2 * s.eps[i] + sl.nmax;
+    return bounds::not_above(lb, G, bounds::root_up(thr)) & ~(std::uint64_t{1} << s.own[i]);
+  };
+  if (pairs) {
+    // Each survivor's pairs first (pair_step): kept by them, or the groups they leave open (its
+    // own among them), or its own group and then the others as below; then the groups.
+    // A survivor takes its pairs only where the block's distances stay within its rows times K
+    // whatever they prove: they take at most K / 2 + 1 more than K (its own pair, pairs costing
+    // at most half their groups, then those groups and its own), which must come from what the
+    // block saved so far: K for each row the bounds pruned, K less the distances of each
+    // survivor before it (for those left to their groups, the most their groups can take).
+    std::int64_t saved = static_cast<std::int64_t>((b1 - b0 - ns) * k);
+    const auto K = static_cast<std::int64_t>(k);
     for (std::size_t i = 0; i < ns; ++i) {
-      // Per centroid: a group is needed where one of its centroids' bounds does not exclude it.
-      const float* lb = pc ? s.gmin.data() + i * G : lb_.data() + (ch.first + s.rows[i]) * G;
-      const double thr = static_cast<double>(s.best_s[i]) + static_cast<double>(s.bnorm[i]) + 2 * s.eps[i] + sl.nmax;
-      s.need[i] = bounds::not_above(lb, G, bounds::root_up(thr)) & ~(std::uint64_t{1} << s.own[i]);
+      if (saved < K / 2 + 1) {
+        // Its own group, then at most the groups its upper bound leaves (need_after_own's
+        // threshold is below U^2 + 3 eps: the best score is at most a's, within eps of U^2).
+        const double u = ub_[ch.first + s.rows[i]];
+        const std::uint64_t others = bounds::not_above(s.gmin.data() + i * G, G, bounds::root_up(u * u + 3 * s.eps[i] + sl.nmax)) &
+                                     ~(std::uint64_t{1} << s.own[i]);
+        s.mode[i] = kPairOwnFirst;
+        saved += K - static_cast<std::int64_t>((1 + __builtin_popcountll(others)) * gs);
+        continue;
+      }
+      const std::uint64_t before = counts.distances;
+      s.mode[i] = pair_step(i, ch.first, lab[s.rows[i]], s, counts);
+      std::int64_t used = static_cast<std::int64_t>(counts.distances - before);
+      if (s.mode[i] == kPairOwnFirst) used += K;
+      if (s.mode[i] == kPairGroups) used += static_cast<std::int64_t>(__builtin_popcountll(s.need[i]) * gs);
+      saved += K - used;
     }
+    bucket([&](std::size_t i) {
+      return s.mode[i] == kPairGroups ? s.need[i] : s.mode[i] == kPairOwnFirst ? std::uint64_t{1} << s.own[i] : 0;
+    });
+    for (std::size_t i = 0; i < ns; ++i) s.need[i] = s.mode[i] == kPairOwnFirst ? need_after_own(i) : 0;
+    bucket([&](std::size_t i) { return s.need[i]; });
+  } else if (valid) {
+    // First every survivor's own group, then the others its bounds do not exclude.
+    bucket([&](std::size_t i) { return std::uint64_t{1} << s.own[i]; });
+    for (std::size_t i = 0; i < ns; ++i) s.need[i] = need_after_own(i);
     bucket([&](std::size_t i) { return s.need[i]; });
   } else {
     bucket([&](std::size_t) { return all; });
@@ -380,6 +430,16 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
   std::size_t changed = 0;
   for (std::size_t i = 0; i < ns; ++i) {
     const std::size_t r = s.rows[i], gr = ch.first + r;
+    if (pairs && s.mode[i] == kPairKept) {
+      // Kept by its pairs: the label stays, the bounds come from its own pair score (within
+      // eps of the exact one, as a group's would be), and its distance is not the plain
+      // kernel's bits (dist is left stale, as for a pruned row).
+      const double x = s.bnorm[i];
+      dst[r] = std::max(T(0), s.bnorm[i] + s.best_s[i]);
+      ub_[gr] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(s.best_s[i]) + x + s.eps[i] + sl.nmax)));
+      ++counts.approx;
+      continue;
+    }
     const std::int32_t label = s.best_j[i];
     changed += lab[r] != label;
     lab[r] = label;
@@ -397,6 +457,105 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
   return changed;
 }
 
+// The pairs of survivor i (per-centroid bounds, the label a), before any group is scored. Its
+// own centroid's pair score s_a first; then every other centroid whose bound does not exclude it
+// against s_a, one pair at a time. pair_scores rounds in its own order, so a pair's group_min
+// score is only known within delta of its pair score (below):
+//   - centroid p can reach a's group_min score only if its exact distance^2 is at most
+//     s_a + delta(s_a) + ||x||^2 + 2 eps (the bounds' test against a group_min score);
+//   - where s_p - delta(s_p) > s_a + delta(s_a), p's group_min score is above a's: neither lower
+//     nor equal, and the label cannot go to p.
+// Returns kPairKept where every listed pair is above that (the label stays a; the row's best is
+// s_a), else kPairGroups with s.need[i] the groups to score whole: a's own (for the exact best
+// and its bounds) and those holding a pair not proved above. Pairs of groups not scored whole
+// take their bounds from their pair scores, as group_min's scores give theirs. Where the pairs
+// left would cost more than their groups, kPairGroups with their groups and its own.
+// kPairOwnFirst (own group, then the others, as without pairs) where s_a is not finite.
+template <class T>
+std::uint8_t CpuEngine<T>::pair_step(std::size_t i, std::size_t first, std::int32_t a, BoundScratch& s,
+                                     BoundCounts& counts) {
+  const std::size_t G = groups_, gs = group_size_, k = k_;
+  const bounds::Slack& sl = slack_;
+  const std::size_t gr = first + s.rows[i];
+  float* lrow = lb_.data() + gr * nlb_;
+  const float* gmin = s.gmin.data() + i * G;
+  const T* x = s.bx.data() + i * dim_;
+  const T* norms = bpacked_.data() + bnorms_at_;
+  const std::uint32_t pa = pos_of_[static_cast<std::size_t>(a)];
+  const std::uint64_t own = std::uint64_t{1} << (pa / gs);
+  const double xs = static_cast<double>(s.bnorm[i]), e = s.eps[i];
+  // Positions of the groups not excluded at tl whose own bounds fail at tl too (not a's):
+  // s.pairs[0, np), in `listed` groups.
+  std::size_t np = 0, ng = 0;
+  std::uint64_t listed = 0;
+  auto list = [&](float tl) {
+    np = ng = 0;
+    listed = 0;
+    for (std::uint64_t m = bounds::not_above(gmin, G, tl); m; m &= m - 1) {
+      const std::size_t g = static_cast<std::size_t>(__builtin_ctzll(m));
+      const std::size_t c0 = g * gs, c1 = std::min(k, c0 + gs), np0 = np;
+      for (std::size_t p = c0; p < c1; ++p) {
+        s.pairs[np] = static_cast<std::uint32_t>(p);
+        np += p != pa && !(lrow[p] > tl);
+      }
+      if (np > np0) {
+        listed |= std::uint64_t{1} << g;
+        ++ng;
+      }
+    }
+  };
+  T sa;
+  table_->pair_scores(x, dim_, bcrows_.data(), norms, &pa, 1, &sa);
+  counts.distances += 1;
+  const double sad = static_cast<double>(sa);
+  if (!(std::abs(sad) < 1e30)) return kPairOwnFirst;  // not finite: as without pairs
+  // group_min's score of a pair is within delta(its pair score) of that pair score: both use
+  // the same norm ||c||^2, their dot products differ by at most 2 gamma_{2D+8} |x||c| (each
+  // within gamma_{2D+8} |x||c| of the exact one, fused or not, in any order of at most 2D + 8
+  // roundings a term), and each final fma rounds once.
+  const double rx = std::sqrt(std::max(0.0, xs) / (1.0 - bounds::gamma<T>(2 * dim_ + 4))) * (1 + 0x1p-40);
+  const double g4 = 4 * bounds::gamma<T>(2 * dim_ + 8) * rx * sl.cmax;
+  const double u2 = 2.0001 * std::ldexp(1.0, -std::numeric_limits<T>::digits);
+  auto delta = [&](double v) { return (g4 + u2 * std::abs(v)) * (1 + 0x1p-20); };
+  const double sa_up = sad + delta(sad);  // at least a's group_min score
+  // p can reach it only if its exact distance^2 is within 2 eps of sa_up + ||x||^2 (the bounds'
+  // test against a group_min score, as need_after_own takes it).
+  list(bounds::root_up(sa_up + xs + 2 * e + sl.nmax));
+  s.best_s[i] = sa;
+  if (np == 0) return kPairKept;
+  s.best_s[i] = std::numeric_limits<T>::infinity();  // unless the pairs prove it, the groups find the best
+  // A pair costs about kPairCost of a group's lanes (the row and the centroid loaded for each
+  // vector of features, then reduced; group_min shares each load across a tile).
+  constexpr std::size_t kPairCost = 2;
+  if (np * kPairCost > ng * gs) {
+    s.need[i] = listed | own;
+    return kPairGroups;
+  }
+  table_->pair_scores(x, dim_, bcrows_.data(), norms, s.pairs.data(), np, s.pscores.data());
+  counts.distances += np;
+  std::uint64_t still = 0;
+  for (std::size_t q = 0; q < np; ++q) {
+    // p's group_min score is above a's where its pair score less delta is above sa_up (with the
+    // double arithmetic's own rounding to spare). A NaN score proves nothing: its group is scored.
+    const double v = static_cast<double>(s.pscores[q]);
+    if (!(v - delta(v) > sa_up + (std::abs(v) + std::abs(sa_up)) * 0x1p-50)) {
+      still |= std::uint64_t{1} << (s.pairs[q] / gs);
+    }
+  }
+  const std::uint64_t whole = still != 0 ? (still | own) : 0;
+  const double base = xs - e + sl.nmin;
+  for (std::size_t q = 0; q < np; ++q) {
+    const std::size_t p = s.pairs[q];
+    if (!((whole >> (p / gs)) & 1)) table_->bounds_from_scores(s.pscores.data() + q, 1, base, lrow + p);
+  }
+  if (whole == 0) {
+    s.best_s[i] = sa;
+    return kPairKept;
+  }
+  s.need[i] = whole;
+  return kPairGroups;
+}
+
 template bool CpuEngine<float>::begin_run(Prune, std::size_t);
 template void CpuEngine<float>::prepare_scratch();
 template CpuEngine<float>::BoundScratch& CpuEngine<float>::bound_scratch();
@@ -407,6 +566,8 @@ template std::size_t CpuEngine<float>::bounded_chunk(const Chunk<float>&, std::s
                                                      float*);
 template std::size_t CpuEngine<float>::bounded_rows(const Chunk<float>&, std::size_t, std::size_t, std::int32_t*,
                                                     float*, BoundScratch&, BoundCounts&);
+template std::uint8_t CpuEngine<float>::pair_step(std::size_t, std::size_t, std::int32_t, BoundScratch&,
+                                                   BoundCounts&);
 template std::size_t CpuEngine<float>::bounded_block(const Chunk<float>&, std::size_t, std::size_t, std::int32_t*,
                                                      float*, BoundScratch&, BoundCounts&);
 template bool CpuEngine<double>::begin_run(Prune, std::size_t);
@@ -419,6 +580,8 @@ template std::size_t CpuEngine<double>::bounded_chunk(const Chunk<double>&, std:
                                                       double*);
 template std::size_t CpuEngine<double>::bounded_rows(const Chunk<double>&, std::size_t, std::size_t, std::int32_t*,
                                                      double*, BoundScratch&, BoundCounts&);
+template std::uint8_t CpuEngine<double>::pair_step(std::size_t, std::size_t, std::int32_t, BoundScratch&,
+                                                    BoundCounts&);
 template std::size_t CpuEngine<double>::bounded_block(const Chunk<double>&, std::size_t, std::size_t, std::int32_t*,
                                                       double*, BoundScratch&, BoundCounts&);
 

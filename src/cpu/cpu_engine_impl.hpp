@@ -149,6 +149,7 @@ class CpuEngine final : public Engine<T> {
   struct BoundCounts {
     std::uint64_t distances = 0;
     std::uint64_t pruned = 0;
+    std::uint64_t approx = 0;  // survivors kept by pair scores: their dist is not the plain kernel's
   };
 
   // Per-thread scratch of the bounded assignment.
@@ -164,6 +165,9 @@ class CpuEngine final : public Engine<T> {
     std::vector<T> min1, min2, best_s, best_m2;
     std::vector<T> scores;            // per-centroid bounds: a group's scores, group_size_ per row
     std::vector<float> gmin;          // per-centroid bounds: per survivor, each group's smallest
+    std::vector<std::uint32_t> pairs;  // pair filter: one survivor's listed positions
+    std::vector<T> pscores;            //   and their pair_scores
+    std::vector<std::uint8_t> mode;    // per survivor: pair_step's outcome
     std::vector<std::int32_t> idx1, best_j;
     std::vector<double> eps;
   };
@@ -179,6 +183,9 @@ class CpuEngine final : public Engine<T> {
                            BoundScratch& s, BoundCounts& c);
   std::size_t bounded_block(const Chunk<T>& ch, std::size_t b0, std::size_t b1, std::int32_t* lab, T* dst,
                             BoundScratch& s, BoundCounts& counts);
+  // pair_step's outcomes for a survivor.
+  static constexpr std::uint8_t kPairKept = 0, kPairGroups = 1, kPairOwnFirst = 2;
+  std::uint8_t pair_step(std::size_t i, std::size_t first, std::int32_t a, BoundScratch& s, BoundCounts& counts);
 
   // ---- The fused step (cpu_fused.cc) ----
   bool fused_fits(std::size_t k) const;
@@ -242,6 +249,12 @@ class CpuEngine final : public Engine<T> {
   // position order) where they fit within a row of X; survivors are scored by whole groups
   // either way.
   bool per_centroid_ = false;
+  // Per-centroid bounds: a survivor's other centroids whose bounds fail are first scored one
+  // pair at a time (pair_scores, in the target's own order), and only groups holding a pair
+  // that could reach the row's best are scored whole (FLASHKM_PRUNE_PAIRS=0: whole groups).
+  bool pair_filter_ = false;
+  std::vector<T> bcrows_;           // pair filter: the centroids by packed position, row-major
+  std::size_t bnorms_at_ = 0;       // where bpacked_ holds the positions' squared norms
   std::size_t nlb_ = 1;
   const PanelKernels<T>* bpanel_ = nullptr;  // the panel the bounded path packs and scores groups with
   std::vector<float> ub_, lb_;

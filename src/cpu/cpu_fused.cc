@@ -104,6 +104,7 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
       {
         counts_.distances += bc.distances;
         counts_.pruned += bc.pruned;
+        counts_.approx += bc.approx;
       }
     }
     for (std::size_t w = 0; w < nw; ++w) {

@@ -112,7 +112,7 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::
   *changed = total_changed;
   if (iter_bounded_) {
     last_distances_ = counts_.distances;
-    dist_stale_ = counts_.pruned > 0;
+    dist_stale_ = counts_.pruned + counts_.approx > 0;
     if (bounds_valid_) ++bounded_iters_;
     bounds_valid_ = true;
     prev_c_.swap(cur_c_);

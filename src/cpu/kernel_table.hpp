@@ -192,6 +192,16 @@ struct KernelTable {
   /// towards zero, more than their 2.5 ulps; double scores: bounds::down of the double root).
   /// The same bits on every target.
   void (*bounds_from_scores)(const T* sc, std::size_t n, double base, float* lb);
+
+  /// The bounded assignment's pair filter: one packed row x (dim values, as pack_rows packs it)
+  /// against m listed centroids: out[q] = fl(||c||^2 - 2 x.c) for the centroid held in row
+  /// pos[q] of crows (row-major, dim values each) with squared norm cnorms[pos[q]]. The dot
+  /// product is summed in the target's own order (feature lanes, then a tree), so its bits are
+  /// NOT group_min's and may differ between targets; its rounding error has group_min's bound
+  /// (gamma_dim |x||c|), which is all the filter uses: a pair whose score provably exceeds the
+  /// row's best is skipped, and its lower bound is taken from this score.
+  void (*pair_scores)(const T* x, std::size_t dim, const T* crows, const T* cnorms, const std::uint32_t* pos,
+                      std::size_t m, T* out);
 };
 
 /// Every compiled target's tables the running CPU supports, best first, then the reference.

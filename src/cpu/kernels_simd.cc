@@ -942,6 +942,65 @@ void BoundsFromScores(const T* sc, std::size_t n, double base, float* lb) {
   }
 }
 
+// pair_scores: up to kGroup<T> listed centroids at a time (M of them, at compile time) share
+// each load of the row; two sets of accumulators (even and odd vectors of features) keep 2 M
+// multiply-add chains in flight. The lanes are reduced by ReduceGroup, the last dim % lanes
+// features added in order.
+template <class T, std::size_t M>
+HWY_INLINE void PairDots(const T* HWY_RESTRICT x, std::size_t dim, const T* const* c, T* out) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  constexpr std::size_t G = kGroup<T>;
+  const std::size_t L = hn::Lanes(d);
+  const std::size_t vec_dims = dim / L * L;
+  V a0[G], a1[G];
+#pragma GCC unroll 8
+  for (std::size_t g = 0; g < G; ++g) a0[g] = a1[g] = hn::Zero(d);
+  std::size_t j = 0;
+  for (; j + 2 * L <= vec_dims; j += 2 * L) {
+    const V x0 = hn::LoadU(d, x + j), x1 = hn::LoadU(d, x + j + L);
+#pragma GCC unroll 8
+    for (std::size_t g = 0; g < M; ++g) {
+      a0[g] = hn::MulAdd(x0, hn::LoadU(d, c[g] + j), a0[g]);
+      a1[g] = hn::MulAdd(x1, hn::LoadU(d, c[g] + j + L), a1[g]);
+    }
+  }
+  if (j < vec_dims) {
+    const V x0 = hn::LoadU(d, x + j);
+#pragma GCC unroll 8
+    for (std::size_t g = 0; g < M; ++g) a0[g] = hn::MulAdd(x0, hn::LoadU(d, c[g] + j), a0[g]);
+  }
+#pragma GCC unroll 8
+  for (std::size_t g = 0; g < M; ++g) a0[g] = hn::Add(a0[g], a1[g]);
+  HWY_ALIGN T s[G];
+  ReduceGroup<T>(a0, s);
+  for (std::size_t g = 0; g < M; ++g) {
+    T v = s[g];
+    for (std::size_t f = vec_dims; f < dim; ++f) v = std::fma(x[f], c[g][f], v);
+    out[g] = v;
+  }
+}
+
+template <class T, std::size_t... M>
+HWY_INLINE void PairDotsOf(std::index_sequence<M...>, std::size_t m, const T* x, std::size_t dim, const T* const* c,
+                           T* out) {
+  ((m == M + 1 ? PairDots<T, M + 1>(x, dim, c, out) : void()), ...);
+}
+
+template <class T>
+void PairScores(const T* x, std::size_t dim, const T* crows, const T* cnorms, const std::uint32_t* pos, std::size_t m,
+                T* out) {
+  constexpr std::size_t G = kGroup<T>;
+  for (std::size_t q0 = 0; q0 < m; q0 += G) {
+    const std::size_t mg = std::min(G, m - q0);
+    const T* c[G];
+    for (std::size_t g = 0; g < mg; ++g) c[g] = crows + static_cast<std::size_t>(pos[q0 + g]) * dim;
+    T dots[G];
+    PairDotsOf<T>(std::make_index_sequence<G>(), mg, x, dim, c, dots);
+    for (std::size_t g = 0; g < mg; ++g) out[q0 + g] = std::fma(T(-2), dots[g], cnorms[pos[q0 + g]]);
+  }
+}
+
 template <class T>
 const KernelTable<T>* Table() {
   static const KernelTable<T> table{
@@ -964,7 +1023,8 @@ const KernelTable<T>* Table() {
 #endif
       &SketchMask,
       &LowerStepGroups,
-      &BoundsFromScores<T>};
+      &BoundsFromScores<T>,
+      &PairScores<T>};
   return &table;
 }
 

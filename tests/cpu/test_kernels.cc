@@ -285,6 +285,63 @@ TYPED_TEST(KernelTest, PerCentroidBoundKernelsBitwiseAndSound) {
   }
 }
 
+// pair_scores on every target: each score within the bounded assignment's delta of the
+// reference's (whose arithmetic is group_min's, pair for pair), and within its own rounding
+// bound of the exact score computed in long double: ||c||^2 (the given norm) - 2 x.c. Rows and
+// centroids far from and near the origin, D from 1 to wider than a slice, listed positions
+// repeated and out of order, m not a multiple of any batch.
+TYPED_TEST(KernelTest, PairScoresWithinTheirBound) {
+  using T = TypeParam;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  const auto& ref = detail::reference_table<T>();
+  const double u = std::ldexp(1.0, -std::numeric_limits<T>::digits);
+  for (std::size_t dim : {1, 3, 4, 15, 16, 17, 33, 64, 100, 257, 777}) {
+    const std::size_t k = 37;
+    for (double offset : {0.0, 30.0}) {
+      std::vector<T> x(dim), c(k * dim), norms(k);
+      for (auto& v : x) v = static_cast<T>(nd(rng) + offset);
+      for (std::size_t i = 0; i < k; ++i) {
+        T nrm = T(0);
+        for (std::size_t j = 0; j < dim; ++j) {
+          c[i * dim + j] = static_cast<T>(nd(rng) * (i % 3 == 0 ? 1e-3 : 1.0) + (i % 2 ? offset : 0.0));
+          nrm += c[i * dim + j] * c[i * dim + j];
+        }
+        norms[i] = nrm;
+      }
+      std::vector<std::uint32_t> pos;
+      for (std::size_t q = 0; q < 23; ++q) pos.push_back(static_cast<std::uint32_t>((q * 11 + q / 5) % k));
+      for (const auto* tab : detail::kernel_tables<T>()) {
+        SCOPED_TRACE(::testing::Message() << tab->name << " dim=" << dim << " offset=" << offset);
+        for (std::size_t m : {std::size_t{1}, std::size_t{2}, std::size_t{5}, pos.size()}) {
+          std::vector<T> a(m, T(-1)), b(m, T(-1));
+          tab->pair_scores(x.data(), dim, c.data(), norms.data(), pos.data(), m, a.data());
+          ref.pair_scores(x.data(), dim, c.data(), norms.data(), pos.data(), m, b.data());
+          long double xn = 0;
+          for (std::size_t j = 0; j < dim; ++j) xn += static_cast<long double>(x[j]) * x[j];
+          for (std::size_t q = 0; q < m; ++q) {
+            const T* cq = c.data() + pos[q] * dim;
+            long double dot = 0, cn = 0;
+            for (std::size_t j = 0; j < dim; ++j) {
+              dot += static_cast<long double>(x[j]) * cq[j];
+              cn += static_cast<long double>(cq[j]) * cq[j];
+            }
+            const long double xc = std::sqrt(xn) * std::sqrt(cn);
+            const long double g = detail::bounds::gamma<T>(2 * dim + 8);
+            const long double exact = static_cast<long double>(norms[pos[q]]) - 2 * dot;
+            // One score: its dot product within gamma |x||c|, then one rounding.
+            ASSERT_LE(std::fabs(static_cast<long double>(a[q]) - exact), (2 * g * xc + u * std::fabs(exact)) * (1 + 1e-6L) + 1e-300L) << q;
+            // Against group_min's arithmetic (the reference's): the engine's delta.
+            const long double delta = (4 * g * xc + 2.0001L * u * std::fabs(static_cast<long double>(a[q]))) * (1 + 0x1p-20L);
+            ASSERT_LE(std::fabs(static_cast<long double>(a[q]) - static_cast<long double>(b[q])), delta) << q;
+          }
+          if (tab == &ref) ASSERT_EQ(0, std::memcmp(a.data(), b.data(), m * sizeof(T)));
+        }
+      }
+    }
+  }
+}
+
 // group_min with scores beyond float range: a centroid and a row so large that the dot product
 // and the norm overflow score NaN (inf - inf) and must never win; a row where every score is
 // NaN gets +inf and the group's first index. One-panel groups (the register path) and a group

@@ -307,6 +307,26 @@ TEST(Prune, PerCentroidBoundsScoreFewerGroupsAtHighD) {
   EXPECT_LT(centroids, groups);
 }
 
+// The pair filter (per-centroid bounds, several groups): a survivor's own centroid and the
+// others its bounds leave are scored one pair at a time, and only groups holding a pair that
+// could reach its best are scored whole. Bitwise the unpruned fit either way (check), and
+// fewer distances than whole groups alone (FLASHKM_PRUNE_PAIRS=0), never more than N*K.
+TEST(Prune, PairFilterScoresFewerDistances) {
+  const std::size_t n = 6000, d = 96, k = 48;
+  const auto X = blobs<float>(n, d, 48, 21, 0.5);
+  KMeansOptions o = to_convergence(k, 60);
+  std::uint64_t groups = 0, pairs = 0;
+  {
+    ScopedEnv env("FLASHKM_PRUNE_PAIRS", "0");
+    groups = total_distances(check(X, n, d, o).history);
+  }
+  {
+    ScopedEnv env("FLASHKM_PRUNE_PAIRS", nullptr);
+    pairs = total_distances(check(X, n, d, o).history);
+  }
+  EXPECT_LT(pairs, groups);
+}
+
 TYPED_TEST(PruneTest, StreamedBitwise) {
   using T = TypeParam;
   // Several granules (one granule is 16 MiB of rows: 2^18 rows of 16 floats is 16 MiB).

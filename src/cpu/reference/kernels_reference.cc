@@ -234,6 +234,14 @@ void ref_bounds_from_scores(const T* sc, std::size_t n, double base, float* lb) 
 }
 
 template <class T>
+void ref_pair_scores(const T* x, std::size_t dim, const T* crows, const T* cnorms, const std::uint32_t* pos,
+                     std::size_t m, T* out) {
+  for (std::size_t q = 0; q < m; ++q) {
+    out[q] = std::fma(T(-2), ref_dot(x, crows + static_cast<std::size_t>(pos[q]) * dim, dim), cnorms[pos[q]]);
+  }
+}
+
+template <class T>
 const KernelTable<T>& reference_table() {
   // One layout serves as both the wide and the narrow panel.
   static const PanelKernels<T> panel{1, &ref_packed_size<T>, &ref_pack<T>, &ref_assign<T>,
@@ -241,7 +249,8 @@ const KernelTable<T>& reference_table() {
   static const KernelTable<T> table{"reference", panel, panel, &ref_sqdist_one<T>,
                                     &ref_sqdist_few<T>, &ref_sqdist_listed<T>, &ref_center_rows<T>, 1,
                                     &ref_pack_rows<T>, &ref_accumulate<T>, &ref_sketch_mask,
-                                    &ref_sketch_mask, &ref_lower_step_groups, &ref_bounds_from_scores<T>};
+                                    &ref_sketch_mask, &ref_lower_step_groups, &ref_bounds_from_scores<T>,
+                                    &ref_pair_scores<T>};
   return table;
 }
 
