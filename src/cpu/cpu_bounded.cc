@@ -131,6 +131,7 @@ void CpuEngine<T>::prepare_scratch() {
     s.pairs.resize(pair_filter_ ? k_ : 0);
     s.pscores.resize(pair_filter_ ? k_ : 0);
     s.mode.resize(pair_filter_ ? bb : 0);
+    s.plb.resize(pair_filter_ ? k_ : 0);
   }
 }
 
@@ -545,10 +546,12 @@ std::uint8_t CpuEngine<T>::pair_step(std::size_t i, std::size_t first, std::int3
     }
   }
   const std::uint64_t whole = still != 0 ? (still | own) : 0;
-  const double base = xs - e + sl.nmin;
+  // Every pair's bound in one call (the same bits as one at a time), then those of the groups
+  // not scored whole put in place.
+  table_->bounds_from_scores(s.pscores.data(), np, xs - e + sl.nmin, s.plb.data());
   for (std::size_t q = 0; q < np; ++q) {
     const std::size_t p = s.pairs[q];
-    if (!((whole >> (p / gs)) & 1)) table_->bounds_from_scores(s.pscores.data() + q, 1, base, lrow + p);
+    if (!((whole >> (p / gs)) & 1)) lrow[p] = s.plb[q];
   }
   if (whole == 0) {
     s.best_s[i] = sa;

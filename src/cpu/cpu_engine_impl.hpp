@@ -168,6 +168,7 @@ class CpuEngine final : public Engine<T> {
     std::vector<std::uint32_t> pairs;  // pair filter: one survivor's listed positions
     std::vector<T> pscores;            //   and their pair_scores
     std::vector<std::uint8_t> mode;    // per survivor: pair_step's outcome
+    std::vector<float> plb;            //   the listed pairs' bounds
     std::vector<std::int32_t> idx1, best_j;
     std::vector<double> eps;
   };
