@@ -287,44 +287,32 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// The total distances of a fit on overlapping clusters in high dimension (6000 x 96, K = 48:
+// K lower bounds fit in a row), checked bitwise against the unpruned fit, with one environment
+// variable set (value null: unset).
+std::uint64_t high_d_distances(const char* var, const char* value) {
+  const std::size_t n = 6000, d = 96, k = 48;
+  const auto X = blobs<float>(n, d, 48, 21, 0.5);
+  ScopedEnv env(var, value);
+  return total_distances(check(X, n, d, to_convergence(k, 60)).history);
+}
+
 // Where K lower bounds fit in a row of X (D > K), the engine keeps one per centroid and, on
 // overlapping clusters in high dimension, scores fewer groups than with one bound per group;
 // both kinds are bitwise the unpruned fit. (ctest also runs the PruneTests but the every-target
 // sweep with per-centroid bounds forced, on every shape.)
 TEST(Prune, PerCentroidBoundsScoreFewerGroupsAtHighD) {
-  const std::size_t n = 6000, d = 96, k = 48;
-  const auto X = blobs<float>(n, d, 48, 21, 0.5);
-  KMeansOptions o = to_convergence(k, 60);
-  std::uint64_t groups = 0, centroids = 0;
-  {
-    ScopedEnv env("FLASHKM_PRUNE_BOUNDS", "groups");
-    groups = total_distances(check(X, n, d, o).history);
-  }
-  {
-    ScopedEnv env("FLASHKM_PRUNE_BOUNDS", nullptr);  // the engine's own choice: per centroid here
-    centroids = total_distances(check(X, n, d, o).history);
-  }
-  EXPECT_LT(centroids, groups);
+  // Without the pair filter, which only per-centroid bounds have.
+  ScopedEnv pairs("FLASHKM_PRUNE_PAIRS", "0");
+  EXPECT_LT(high_d_distances("FLASHKM_PRUNE_BOUNDS", nullptr), high_d_distances("FLASHKM_PRUNE_BOUNDS", "groups"));
 }
 
 // The pair filter (per-centroid bounds, several groups): a survivor's own centroid and the
 // others its bounds leave are scored one pair at a time, and only groups holding a pair that
-// could reach its best are scored whole. Bitwise the unpruned fit either way (check), and
-// fewer distances than whole groups alone (FLASHKM_PRUNE_PAIRS=0), never more than N*K.
+// could reach its best are scored whole. Bitwise the unpruned fit either way (check, which also
+// checks that no iteration computes more than N*K), and fewer distances than whole groups alone.
 TEST(Prune, PairFilterScoresFewerDistances) {
-  const std::size_t n = 6000, d = 96, k = 48;
-  const auto X = blobs<float>(n, d, 48, 21, 0.5);
-  KMeansOptions o = to_convergence(k, 60);
-  std::uint64_t groups = 0, pairs = 0;
-  {
-    ScopedEnv env("FLASHKM_PRUNE_PAIRS", "0");
-    groups = total_distances(check(X, n, d, o).history);
-  }
-  {
-    ScopedEnv env("FLASHKM_PRUNE_PAIRS", nullptr);
-    pairs = total_distances(check(X, n, d, o).history);
-  }
-  EXPECT_LT(pairs, groups);
+  EXPECT_LT(high_d_distances("FLASHKM_PRUNE_PAIRS", nullptr), high_d_distances("FLASHKM_PRUNE_PAIRS", "0"));
 }
 
 TYPED_TEST(PruneTest, StreamedBitwise) {
