@@ -391,10 +391,11 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     // Each survivor's pairs first (pair_step): kept by them, or the groups they leave open (its
     // own among them), or its own group and then the others as below; then the groups.
     // A survivor takes its pairs only where the block's distances stay within its rows times K
-    // whatever they prove: they take at most K / 2 + 1 more than K (its own pair, pairs costing
-    // at most half their groups, then those groups and its own), which must come from what the
-    // block saved so far: K for each row the bounds pruned, K less the distances of each
-    // survivor before it (for those left to their groups, the most their groups can take).
+    // whatever they prove: they take at most K / kPairCost + 1 more than K (its own pair, pairs
+    // costing at most 1 / kPairCost of their groups, then those groups and its own; K / 2 + 1 is
+    // asked for), which must come from what the block saved so far: K for each row the bounds
+    // pruned, K less the distances of each survivor before it (for those left to their groups,
+    // the most their groups can take).
     std::int64_t saved = static_cast<std::int64_t>((b1 - b0 - ns) * k);
     const auto K = static_cast<std::int64_t>(k);
     for (std::size_t i = 0; i < ns; ++i) {
@@ -472,6 +473,12 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
 // take their bounds from their pair scores, as group_min's scores give theirs. Where the pairs
 // left would cost more than their groups, kPairGroups with their groups and its own.
 // kPairOwnFirst (own group, then the others, as without pairs) where s_a is not finite.
+// A pair costs about kPairCost of a group's lanes: it reads its centroid's whole row (from L2 at
+// best) for one distance, where group_min's tiles share each load among 12 rows or 16 centroids.
+// Measured at 768-D on a Zen 4 (50k and 200k x 768 x 256): 2 to 8 within a few percent, 5 the
+// fastest.
+constexpr std::size_t kPairCost = 5;
+
 template <class T>
 std::uint8_t CpuEngine<T>::pair_step(std::size_t i, std::size_t first, std::int32_t a, BoundScratch& s,
                                      BoundCounts& counts) {
@@ -525,11 +532,6 @@ std::uint8_t CpuEngine<T>::pair_step(std::size_t i, std::size_t first, std::int3
   s.best_s[i] = sa;
   if (np == 0) return kPairKept;
   s.best_s[i] = std::numeric_limits<T>::infinity();  // unless the pairs prove it, the groups find the best
-  // A pair costs about kPairCost of a group's lanes: it reads its centroid's whole row (from L2
-  // at best) for one distance, where group_min's tiles share each load among 12 rows or 16
-  // centroids. Measured at 768-D on a Zen 4 (50k and 200k x 768 x 256): 2 to 8 within a few
-  // percent, 5 the fastest.
-  constexpr std::size_t kPairCost = 5;
   if (np * kPairCost > ng * gs) {
     s.need[i] = listed | own;
     return kPairGroups;
