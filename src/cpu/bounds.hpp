@@ -32,19 +32,22 @@ inline float up(double v) {
   return r;
 }
 
-/// A lower bound stored as float: at most v, never negative.
-/// Branch-free, so that down_sub's per-row loop vectorises.
-inline float down(double v) {
-  const float f = static_cast<float>(v);
+/// The float n steps towards zero from f (infinity: the largest finite float first), 0 where f
+/// is not positive (also NaN) or fewer than n steps above zero. Branch-free, so that the
+/// per-row loops vectorise.
+inline float steps_down(float f, std::uint32_t n) {
   std::uint32_t b = 0;
   std::memcpy(&b, &f, sizeof b);
-  // The next float towards zero (infinity: the largest finite); 0 where f is not positive
-  // (also NaN, and v too small for a positive float): the weakest bound.
-  b = f > 0 ? b - 1 : 0;
+  b = (f > 0) & (b >= n) ? b - n : 0;
   float r = 0;
   std::memcpy(&r, &b, sizeof r);
   return r;
 }
+
+/// A lower bound stored as float: at most v, never negative. The next float towards zero from
+/// fl(v); 0 where that is not positive (also NaN, and v too small for a positive float): the
+/// weakest bound.
+inline float down(double v) { return steps_down(static_cast<float>(v), 1); }
 
 /// The triangle inequality after a centroid moved by at most `drift`: upper bound u + drift.
 inline float up_add(float u, double drift) { return up(static_cast<double>(u) + drift); }
@@ -86,13 +89,7 @@ inline float lower_step(float* lb, const float* gdf, std::size_t G) {
 #endif
   for (; g < G; ++g) {
     const float l = lb[g];
-    const float r = l - gdf[g];
-    std::uint32_t b = 0;
-    std::memcpy(&b, &r, sizeof b);
-    b = r > 0 ? b - 1 : 0;
-    float out = 0;
-    std::memcpy(&out, &b, sizeof out);
-    out = l == std::numeric_limits<float>::infinity() ? l : out;
+    const float out = l == std::numeric_limits<float>::infinity() ? l : steps_down(l - gdf[g], 1);
     lb[g] = out;
     lmin = std::min(lmin, out);
   }
@@ -109,15 +106,7 @@ inline float float_below(double v) {
 /// fl(s + bf) is at most (1 + u) times the sum, its correctly rounded square root at most
 /// (1 + u)^1.5 times the root, and three float steps towards zero take off more than that
 /// (each at least u of the value); 0 where the sum is not positive.
-inline float root_below(float s, float bf) {
-  const float r = std::sqrt(std::max(0.0f, s + bf));
-  std::uint32_t b = 0;
-  std::memcpy(&b, &r, sizeof b);
-  b = b > 2 ? b - 3 : 0;
-  float out = 0;
-  std::memcpy(&out, &b, sizeof out);
-  return out;
-}
+inline float root_below(float s, float bf) { return steps_down(std::sqrt(std::max(0.0f, s + bf)), 3); }
 
 /// Bit g set where !(lb[g] > t), for G <= 64 bounds: the groups a row's bounds do not exclude.
 inline std::uint64_t not_above(const float* lb, std::size_t G, float t) {
