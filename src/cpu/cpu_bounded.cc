@@ -432,22 +432,19 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
   std::size_t changed = 0;
   for (std::size_t i = 0; i < ns; ++i) {
     const std::size_t r = s.rows[i], gr = ch.first + r;
+    // The best score is group_min's or, for a row kept by its pairs, its own pair score: within
+    // eps of the exact one as a group's would be, so the upper bound holds, but not the plain
+    // kernel's bits (its dist is left stale, as a pruned row's).
+    dst[r] = std::max(T(0), s.bnorm[i] + s.best_s[i]);
+    const double x = s.bnorm[i], e = s.eps[i];
+    ub_[gr] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(s.best_s[i]) + x + e + sl.nmax)));
     if (pairs && s.mode[i] == kPairKept) {
-      // Kept by its pairs: the label stays, the bounds come from its own pair score (within
-      // eps of the exact one, as a group's would be), and its distance is not the plain
-      // kernel's bits (dist is left stale, as for a pruned row).
-      const double x = s.bnorm[i];
-      dst[r] = std::max(T(0), s.bnorm[i] + s.best_s[i]);
-      ub_[gr] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(s.best_s[i]) + x + s.eps[i] + sl.nmax)));
-      ++counts.approx;
+      ++counts.approx;  // the label stays; its pairs set their own bounds
       continue;
     }
     const std::int32_t label = s.best_j[i];
     changed += lab[r] != label;
     lab[r] = label;
-    dst[r] = std::max(T(0), s.bnorm[i] + s.best_s[i]);
-    const double x = s.bnorm[i], e = s.eps[i];
-    ub_[gr] = bounds::up(std::sqrt(std::max(0.0, static_cast<double>(s.best_s[i]) + x + e + sl.nmax)));
     if (pc) {
       // The upper bound covers the row's own centroid.
       lb_[gr * NL + pos_of_[static_cast<std::size_t>(label)]] = std::numeric_limits<float>::infinity();
