@@ -18,6 +18,12 @@
 
 namespace flashkm::detail {
 
+// A pair costs about kPairCost of a group's lanes: it reads its centroid's whole row (from L2 at
+// best) for one distance, where group_min's tiles share each load among 12 rows or 16 centroids.
+// Measured at 768-D on a Zen 4 (50k and 200k x 768 x 256): 2 to 8 within a few percent, 5 the
+// fastest.
+constexpr std::size_t kPairCost = 5;
+
 template <class T>
 bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   prune_ = false;
@@ -72,8 +78,11 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   }
   nlb_ = per_centroid_ ? k : groups_;
   {
+    // Pairs pay only where a group holds more lanes than a pair costs (kPairCost): 8- and
+    // 16-lane panels (AVX2 and AVX-512 float, AVX-512 double), not the narrower targets', where
+    // each survivor's own pair would be a distance on top of its groups.
     const char* env = std::getenv("FLASHKM_PRUNE_PAIRS");
-    pair_filter_ = per_centroid_ && groups_ > 1 && !(env != nullptr && std::string(env) == "0");
+    pair_filter_ = per_centroid_ && groups_ > 1 && group_size_ > kPairCost && !(env != nullptr && std::string(env) == "0");
   }
   // The largest row norm, for the guard against scores beyond float range: one pass over X,
   // once per shift (not once per run).
@@ -470,12 +479,6 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
 // take their bounds from their pair scores, as group_min's scores give theirs. Where the pairs
 // left would cost more than their groups, kPairGroups with their groups and its own.
 // kPairOwnFirst (own group, then the others, as without pairs) where s_a is not finite.
-// A pair costs about kPairCost of a group's lanes: it reads its centroid's whole row (from L2 at
-// best) for one distance, where group_min's tiles share each load among 12 rows or 16 centroids.
-// Measured at 768-D on a Zen 4 (50k and 200k x 768 x 256): 2 to 8 within a few percent, 5 the
-// fastest.
-constexpr std::size_t kPairCost = 5;
-
 template <class T>
 std::uint8_t CpuEngine<T>::pair_step(std::size_t i, std::size_t first, std::int32_t a, BoundScratch& s,
                                      BoundCounts& counts) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 
 #include "cpu/cpu_engine.hpp"
 #include "testlib.hpp"
@@ -313,6 +314,38 @@ TEST(Prune, PerCentroidBoundsScoreFewerGroupsAtHighD) {
 // checks that no iteration computes more than N*K), and fewer distances than whole groups alone.
 TEST(Prune, PairFilterScoresFewerDistances) {
   EXPECT_LT(high_d_distances("FLASHKM_PRUNE_PAIRS", nullptr), high_d_distances("FLASHKM_PRUNE_PAIRS", "0"));
+}
+
+// The pair filter (D > K, several groups) on every target, 1 / 2 / 3 threads, with weights:
+// bitwise the unpruned fit, never more distances than without it, and fewer where it runs: its
+// groups must be wider than a pair's cost, so on the widest target for float (AVX2 or AVX-512,
+// 8 or 16 lanes) and on AVX-512 for double; the narrower targets leave it off.
+TYPED_TEST(PruneTest, PairFilterEveryTargetThreadCountAndWeights) {
+  using T = TypeParam;
+  const std::size_t n = 3001, d = 96, k = 40;
+  const auto X = blobs<T>(n, d, 40, 13, 0.5);
+  std::vector<double> w(n);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0.0, 3.0);
+  for (double& v : w) v = u(rng);
+  for (const std::string& target : available_targets()) {
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message() << target << ", " << threads << " threads");
+      KMeansOptions o = to_convergence(k, 30);
+      o.target = target;
+      o.n_threads = threads;
+      o.sample_weight = w;
+      const std::uint64_t pairs = total_distances(check(X, n, d, o).history);
+      ScopedEnv env("FLASHKM_PRUNE_PAIRS", "0");
+      const std::uint64_t groups = total_distances(check(X, n, d, o).history);
+      const bool runs = target == "AVX3" || (std::is_same_v<T, float> && target == "AVX2");
+      if (runs) {
+        EXPECT_LT(pairs, groups);
+      } else {
+        EXPECT_EQ(pairs, groups);
+      }
+    }
+  }
 }
 
 TYPED_TEST(PruneTest, StreamedBitwise) {
