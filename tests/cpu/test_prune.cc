@@ -102,15 +102,21 @@ TYPED_TEST(PruneTest, RandomShapesBitwise) {
   }
 }
 
+// n sample weights drawn uniformly from [0, 3).
+std::vector<double> random_weights(std::size_t n, unsigned seed) {
+  std::vector<double> w(n);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 3.0);
+  for (double& v : w) v = u(rng);
+  return w;
+}
+
 // Every compiled target, with 1, 2 and 3 threads; weights; two init runs.
 TYPED_TEST(PruneTest, EveryTargetThreadCountAndWeights) {
   using T = TypeParam;
   const std::size_t n = 6007, d = 19, k = 70;
   const auto X = blobs<T>(n, d, 40, 11, 2.0);
-  std::vector<double> w(n);
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<double> u(0.0, 3.0);
-  for (double& v : w) v = u(rng);
+  const std::vector<double> w = random_weights(n, 3);
   for (const std::string& target : available_targets()) {
     for (int threads : {1, 2, 3}) {
       SCOPED_TRACE(::testing::Message() << target << ", " << threads << " threads");
@@ -324,10 +330,7 @@ TYPED_TEST(PruneTest, PairFilterEveryTargetThreadCountAndWeights) {
   using T = TypeParam;
   const std::size_t n = 3001, d = 96, k = 40;
   const auto X = blobs<T>(n, d, 40, 13, 0.5);
-  std::vector<double> w(n);
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> u(0.0, 3.0);
-  for (double& v : w) v = u(rng);
+  const std::vector<double> w = random_weights(n, 5);
   for (const std::string& target : available_targets()) {
     for (int threads : {1, 2, 3}) {
       SCOPED_TRACE(::testing::Message() << target << ", " << threads << " threads");
