@@ -8,7 +8,8 @@
 // Usage: bench_prune_iters [threads [repeats [shape ...]]]
 //   shape: blobs:NxDxK (the peer harness's overlapping blobs, sep 3) or fmnist:K;
 //   defaults: the shapes, 2 threads, 3 repeats. PRUNE_PROFILE=1 prints every pruned
-//   iteration; PRUNE_ONLY_ON=1 runs the pruned fits alone (for a profiler; no comparison).
+//   iteration (and the last unpruned fit's time for it); PRUNE_ONLY_ON=1 runs the pruned fits
+//   alone (for a profiler; no comparison).
 #include <zlib.h>
 
 #include <algorithm>
@@ -94,9 +95,13 @@ void run(const std::string& shape, int threads, int repeats) {
               shape.c_str(), on.n_iter, a, b, a / b, all / (full * static_cast<double>(on.history.size())),
               nlate ? late / (full * static_cast<double>(nlate)) : 0.0, verdict);
   if (std::getenv("PRUNE_PROFILE")) {
-    for (const auto& h : on.history)
-      std::printf("  it %3d  %.4f s  distances %.4f  changed %zu\n", h.iteration, h.seconds,
+    for (std::size_t i = 0; i < on.history.size(); ++i) {
+      const auto& h = on.history[i];
+      std::printf("  it %3d  %.4f s  distances %.4f  changed %zu", h.iteration, h.seconds,
                   static_cast<double>(h.distances) / full, h.labels_changed);
+      if (i < off.history.size()) std::printf("  (unpruned %.4f s)", off.history[i].seconds);
+      std::printf("\n");
+    }
   }
   std::fflush(stdout);
 }

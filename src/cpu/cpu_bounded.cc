@@ -24,6 +24,10 @@ namespace flashkm::detail {
 // fastest.
 constexpr std::size_t kPairCost = 5;
 
+// A block is scored whole (bounded_block) where its survivors' estimate reaches this fraction of
+// its rows times K.
+constexpr double kWholeAbove = 0.9;
+
 template <class T>
 bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   prune_ = false;
@@ -60,6 +64,11 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   }
   bpanel_ = panel;
   groups_ = (k + group_size_ - 1) / group_size_;
+  {
+    // FLASHKM_PRUNE_WHOLE=0: no block scored whole by the wide panel (to measure).
+    const char* env = std::getenv("FLASHKM_PRUNE_WHOLE");
+    wpanel_ = panel_for(k) != bpanel_ && !(env != nullptr && std::string(env) == "0") ? panel_for(k) : nullptr;
+  }
   if (prune == Prune::kAuto && 4 * (1 + groups_) > row_bytes_) return false;
   // 16-bit rows on AMX tiles: the bounded path scores survivors with the float32 kernels (the
   // same bits, not the tiles' speed); auto leaves them to the tiles, on prunes them.
@@ -135,7 +144,7 @@ void CpuEngine<T>::prepare_scratch() {
     s.best_m2.resize(bb);
     s.best_j.resize(bb);
     s.eps.resize(bb);
-    s.scores.resize(per_centroid_ ? bp * group_size_ : 0);
+    s.scores.resize(per_centroid_ ? bp * std::max(group_size_, wpanel_ != nullptr ? wpanel_->nr : 0) : 0);
     s.gmin.resize(per_centroid_ ? bb * groups_ : 0);
     s.pairs.resize(pair_filter_ ? k_ : 0);
     s.pscores.resize(pair_filter_ ? k_ : 0);
@@ -195,6 +204,14 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
     ids_.assign(kpad, std::numeric_limits<T>::infinity());
     for (std::size_t p = 0; p < k; ++p) ids_[p] = static_cast<T>(order_[p]);
     bnorms_at_ = kpad * dim_;
+    if (per_centroid_ && wpanel_ != nullptr) {
+      T* wp = wpacked_.reserve(wpanel_->packed_size(k, dim_));
+      wpanel_->pack_centroids(permuted.data(), k, dim_, wp);
+      const std::size_t wkpad = (k + wpanel_->nr - 1) / wpanel_->nr * wpanel_->nr;
+      if (inner_product_) std::fill_n(wp + wkpad * dim_, k, T(0));
+      wids_.assign(wkpad, std::numeric_limits<T>::infinity());
+      std::copy_n(ids_.begin(), k, wids_.begin());
+    }
     if (pair_filter_) {
       // The values the panels hold (pack_centroids rounds each the same way), row by row.
       bcrows_.resize(k * dim_);
@@ -386,7 +403,27 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     }
   };
   const std::uint64_t all = G == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << G) - 1;
-  const bool pairs = valid && pair_filter_;
+  // A block whose survivors' bounds leave nearly every distance to compute (the first
+  // iterations, while the centroids move far) is scored whole with the wide panel, its bounds
+  // upkeep skipped (the first iteration's blocks always are): at most as many distances as the
+  // groups would score, at the wide tile's rate. The estimate is each survivor's own group and
+  // the groups its upper bound leaves (an upper limit on what the pairs and the groups score).
+  bool whole = false;
+  if (per_centroid_ && wpanel_ != nullptr) {
+    if (!valid) {
+      whole = true;
+    } else {
+      std::size_t est = 0;
+      for (std::size_t i = 0; i < ns; ++i) {
+        const double u = ub_[ch.first + s.rows[i]];
+        est += 1 + static_cast<std::size_t>(__builtin_popcountll(
+                       bounds::not_above(s.gmin.data() + i * G, G, bounds::root_up(u * u + 3 * s.eps[i] + sl.nmax)) &
+                       ~(std::uint64_t{1} << s.own[i])));
+      }
+      whole = static_cast<double>(est * gs) >= kWholeAbove * static_cast<double>(ns * k);
+    }
+  }
+  const bool pairs = valid && pair_filter_ && !whole;
   // The other groups each survivor's lower bounds do not exclude against its best so far (its
   // own group scored). Every score in g is at least L^2 - ||x||^2 - nmax - eps: g is skipped if
   // that exceeds the best score found (so none can equal it either).
@@ -396,7 +433,37 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     const double thr = static_cast<double>(s.best_s[i]) + static_cast<double>(s.bnorm[i]) + 2 * s.eps[i] + sl.nmax;
     return bounds::not_above(lb, G, bounds::root_up(thr)) & ~(std::uint64_t{1} << s.own[i]);
   };
-  if (pairs) {
+  if (whole) {
+    // Every survivor against every centroid, a wide panel at a time: the same pair scores,
+    // bitwise, as the groups' (and the plain assignment's), at the wide tile's rate. The panel
+    // holds positions in group order, so its ids need not ascend with the lanes: where its
+    // smallest score is held twice (runner-up equal), the lowest index holding it is found
+    // among the scores.
+    const std::size_t nr = wpanel_->nr, mpad = (ns + P - 1) / P * P;
+    for (std::size_t q = 0; q < mpad; ++q) s.xr[q] = s.bx.data() + (q < ns ? q : 0) * dim;
+    for (std::size_t c0 = 0; c0 < k; c0 += nr) {
+      const std::size_t c1 = std::min(k, c0 + nr);
+      wpanel_->group_min(s.xr.data(), dim, wpacked_.data(), wids_.data(), k, c0, c1, ns, s.min1.data(),
+                         s.idx1.data(), s.min2.data(), s.scores.data(), nr);
+      counts.distances += ns * (c1 - c0);
+      for (std::size_t i = 0; i < ns; ++i) {
+        const T* sc = s.scores.data() + i * nr;
+        const T v = s.min1[i];
+        std::int32_t j = s.idx1[i];
+        if (s.min2[i] == v) {
+          for (std::size_t q = c0; q < c1; ++q) {
+            if (sc[q - c0] == v) j = std::min(j, static_cast<std::int32_t>(wids_[q]));
+          }
+        }
+        table_->bounds_from_scores(sc, c1 - c0, static_cast<double>(s.bnorm[i]) - s.eps[i] + sl.nmin,
+                                   lb_.data() + (ch.first + s.rows[i]) * NL + c0);
+        if (v < s.best_s[i] || (v == s.best_s[i] && j < s.best_j[i])) {
+          s.best_s[i] = v;
+          s.best_j[i] = j;
+        }
+      }
+    }
+  } else if (pairs) {
     // Each survivor's pairs first (pair_step): kept by them, or the groups they leave open (its
     // own among them), or its own group and then the others as below; then the groups.
     // A survivor takes its pairs only where the block's distances stay within its rows times K

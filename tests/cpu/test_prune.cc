@@ -353,6 +353,41 @@ TYPED_TEST(PruneTest, PairFilterEveryTargetThreadCountAndWeights) {
   }
 }
 
+// Blocks scored whole with the wide panel (per-centroid bounds in narrower groups: the first
+// iteration, and blocks whose bounds leave nearly everything). A wide panel holds two or more
+// groups, so its centroid indices need not ascend with the lanes. 16 centroids in 8 mirror
+// pairs across the plane x_0 = 0, centroid 0 and 9..15 on one side, 8 and 1..7 on the other:
+// the groups (coherent_order) put centroid 0's side first, so on AVX2 float (8-centroid groups,
+// a 16-centroid wide panel) each pair's higher index sits in an earlier lane. Small integers
+// make every score exact, and rows with x_0 = 0 score both centroids of a pair equally: the
+// label must be the lower index, bitwise as the unpruned fit, on every target.
+TYPED_TEST(PruneTest, WholeBlocksSettleTiesByTheLowestIndex) {
+  using T = TypeParam;
+  const std::size_t n = 400, d = 24, k = 16;
+  std::vector<T> X = testing::small_ints<T>(n, d, 41, 3);
+  for (std::size_t r = 0; r < n; ++r) {
+    if (r % 3 != 0) X[r * d] = T(0);  // two rows in three on the plane
+  }
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> off(-2, 2);
+  std::vector<double> C0(k * d);
+  for (std::size_t p = 0; p < 8; ++p) {
+    const std::size_t plus = p == 0 ? 0 : 8 + p, minus = p == 0 ? 8 : p;
+    for (std::size_t j = 1; j < d; ++j) C0[plus * d + j] = C0[minus * d + j] = off(rng);
+    C0[plus * d] = 4;
+    C0[minus * d] = -4;
+  }
+  for (const std::string& target : available_targets()) {
+    SCOPED_TRACE(target);
+    KMeansOptions o = testing::explicit_init(C0, k, d);
+    o.max_iter = 3;
+    o.tol = 0;
+    o.target = target;
+    o.n_threads = 1;
+    check(X, n, d, o);
+  }
+}
+
 TYPED_TEST(PruneTest, StreamedBitwise) {
   using T = TypeParam;
   // Several granules (one granule is 16 MiB of rows: 2^18 rows of 16 floats is 16 MiB).
