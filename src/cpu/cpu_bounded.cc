@@ -404,10 +404,11 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
   };
   const std::uint64_t all = G == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << G) - 1;
   // A block whose survivors' bounds leave nearly every distance to compute (the first
-  // iterations, while the centroids move far) is scored whole with the wide panel, its bounds
-  // upkeep skipped (the first iteration's blocks always are): at most as many distances as the
-  // groups would score, at the wide tile's rate. The estimate is each survivor's own group and
-  // the groups its upper bound leaves (an upper limit on what the pairs and the groups score).
+  // iterations, while the centroids move far) is scored whole with the wide panel, the pairs'
+  // and groups' upkeep skipped and every bound set afresh (the first iteration's blocks always
+  // are): survivors x K distances, within the block's rows x K, at the wide tile's rate. The
+  // estimate is each survivor's own group and the groups its upper bound leaves (an upper limit
+  // on what its pairs and groups would score).
   bool whole = false;
   if (per_centroid_ && wpanel_ != nullptr) {
     if (!valid) {
