@@ -356,11 +356,13 @@ TYPED_TEST(PruneTest, PairFilterEveryTargetThreadCountAndWeights) {
 // Blocks scored whole with the wide panel (per-centroid bounds in narrower groups: the first
 // iteration, and blocks whose bounds leave nearly everything). A wide panel holds two or more
 // groups, so its centroid indices need not ascend with the lanes. 16 centroids in 8 mirror
-// pairs across the plane x_0 = 0, centroid 0 and 9..15 on one side, 8 and 1..7 on the other:
-// the groups (coherent_order) put centroid 0's side first, so on AVX2 float (8-centroid groups,
-// a 16-centroid wide panel) each pair's higher index sits in an earlier lane. Small integers
-// make every score exact, and rows with x_0 = 0 score both centroids of a pair equally: the
-// label must be the lower index, bitwise as the unpruned fit, on every target.
+// pairs across the plane x_0 = 0, centroid 0 and 9..15 on one side, 8 and 1..7 on the other,
+// so that most pairs are split between the two groups of 8 (coherent_order): on AVX2 float
+// (8-centroid groups, a 16-centroid wide panel) the panel came out as ids 0 8 10..15 | 1..7 9,
+// the higher index of pairs 2..7 in an earlier lane, and this test failed without the
+// lowest-index rule. Small integers make every score exact, and rows with x_0 = 0 score both
+// centroids of a pair equally: the label must be the lower index, bitwise as the unpruned fit,
+// on every target.
 TYPED_TEST(PruneTest, WholeBlocksSettleTiesByTheLowestIndex) {
   using T = TypeParam;
   const std::size_t n = 400, d = 24, k = 16;
