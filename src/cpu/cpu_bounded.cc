@@ -201,16 +201,16 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
     bpanel_->pack_centroids(permuted.data(), k, dim_, bp);
     const std::size_t kpad = (k + bpanel_->nr - 1) / bpanel_->nr * bpanel_->nr;
     if (inner_product_) std::fill_n(bp + kpad * dim_, k, T(0));
-    ids_.assign(kpad, std::numeric_limits<T>::infinity());
+    const bool wide = per_centroid_ && wpanel_ != nullptr;
+    const std::size_t wkpad = wide ? (k + wpanel_->nr - 1) / wpanel_->nr * wpanel_->nr : 0;
+    // The positions' ids, padded with +inf to the wider of the two panels (both read them).
+    ids_.assign(std::max(kpad, wkpad), std::numeric_limits<T>::infinity());
     for (std::size_t p = 0; p < k; ++p) ids_[p] = static_cast<T>(order_[p]);
     bnorms_at_ = kpad * dim_;
-    if (per_centroid_ && wpanel_ != nullptr) {
+    if (wide) {
       T* wp = wpacked_.reserve(wpanel_->packed_size(k, dim_));
       wpanel_->pack_centroids(permuted.data(), k, dim_, wp);
-      const std::size_t wkpad = (k + wpanel_->nr - 1) / wpanel_->nr * wpanel_->nr;
       if (inner_product_) std::fill_n(wp + wkpad * dim_, k, T(0));
-      wids_.assign(wkpad, std::numeric_limits<T>::infinity());
-      std::copy_n(ids_.begin(), k, wids_.begin());
     }
     if (pair_filter_) {
       // The values the panels hold (pack_centroids rounds each the same way), row by row.
@@ -354,24 +354,33 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     s.best_g[i] = none;
     s.eps[i] = sl.eps(std::sqrt(static_cast<double>(s.bnorm[i]) * rel_x) * (1 + 0x1p-40));
   }
-  // Scores group g for the survivors s.list[l0, l1): lowers their best and sets their bound on g
-  // from the group's smallest score (the best's group gets its runner-up's at the end).
-  auto score = [&](std::size_t g, std::size_t l0, std::size_t l1) {
-    const std::size_t c0 = g * gs, c1 = std::min(k, c0 + gs);
+  // Scores positions [c0, c1) of `packed` (one panel of pk, or group g's panels of bpanel_) for
+  // the survivors s.list[l0, l1): lowers their best and sets their bounds on those positions
+  // from the scores (per centroid) or on group g from its smallest score (the best's group gets
+  // its runner-up's at the end). A wide panel holds several groups, so its ids need not ascend
+  // with the lanes: where its smallest score is held twice (runner-up equal), the lowest index
+  // holding it is found among the scores (a group's ids ascend, so there it is already idx1).
+  auto score_panel = [&](const PanelKernels<T>* pk, const T* packed, std::size_t g, std::size_t c0, std::size_t c1,
+                         std::size_t lds, std::size_t l0, std::size_t l1) {
     const std::size_t m = l1 - l0, mpad = (m + P - 1) / P * P;
     for (std::size_t q = 0; q < mpad; ++q) s.xr[q] = s.bx.data() + static_cast<std::size_t>(s.list[l0 + (q < m ? q : 0)]) * dim;
-    bpanel_->group_min(s.xr.data(), dim, bpacked_.data(), ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(),
-                      s.min2.data(), pc ? s.scores.data() : nullptr, gs);
+    pk->group_min(s.xr.data(), dim, packed, ids_.data(), k, c0, c1, m, s.min1.data(), s.idx1.data(), s.min2.data(),
+                  pc ? s.scores.data() : nullptr, lds);
     counts.distances += m * (c1 - c0);
     for (std::size_t q = 0; q < m; ++q) {
       const std::size_t i = s.list[l0 + q];
       const T v = s.min1[q];
-      const std::int32_t j = s.idx1[q];
+      std::int32_t j = s.idx1[q];
       const double x = s.bnorm[i];
       if (pc) {
+        const T* sc = s.scores.data() + q * lds;
+        if (s.min2[q] == v) {
+          for (std::size_t p = c0; p < c1; ++p) {
+            if (sc[p - c0] == v) j = std::min(j, static_cast<std::int32_t>(ids_[p]));
+          }
+        }
         // Every centroid's bound from its own score (the best's is cleared at the end).
-        table_->bounds_from_scores(s.scores.data() + q * gs, c1 - c0, x - s.eps[i] + sl.nmin,
-                                   lb_.data() + (ch.first + s.rows[i]) * NL + c0);
+        table_->bounds_from_scores(sc, c1 - c0, x - s.eps[i] + sl.nmin, lb_.data() + (ch.first + s.rows[i]) * NL + c0);
       } else {
         lb_[(ch.first + s.rows[i]) * G + g] =
             bounds::down(std::sqrt(std::max(0.0, static_cast<double>(v) + x - s.eps[i] + sl.nmin)));
@@ -383,6 +392,17 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
         s.best_g[i] = static_cast<std::uint32_t>(g);
       }
     }
+  };
+  auto score = [&](std::size_t g, std::size_t l0, std::size_t l1) {
+    score_panel(bpanel_, bpacked_.data(), g, g * gs, std::min(k, g * gs + gs), gs, l0, l1);
+  };
+  // The groups other than its own that survivor i's upper bound does not exclude (each group's
+  // smallest per-centroid bound against U^2 + 3 eps: the best score is at most its own
+  // centroid's, within eps of U^2): the most its pairs and groups can need beyond its own.
+  auto upper_open = [&](std::size_t i) {
+    const double u = ub_[ch.first + s.rows[i]];
+    return bounds::not_above(s.gmin.data() + i * G, G, bounds::root_up(u * u + 3 * s.eps[i] + sl.nmax)) &
+           ~(std::uint64_t{1} << s.own[i]);
   };
   // Each group's survivors, in row order: s.list[s.start[g], s.start[g + 1]).
   auto bucket = [&](auto&& groups_of) {
@@ -415,12 +435,7 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
       whole = true;
     } else {
       std::size_t est = 0;
-      for (std::size_t i = 0; i < ns; ++i) {
-        const double u = ub_[ch.first + s.rows[i]];
-        est += 1 + static_cast<std::size_t>(__builtin_popcountll(
-                       bounds::not_above(s.gmin.data() + i * G, G, bounds::root_up(u * u + 3 * s.eps[i] + sl.nmax)) &
-                       ~(std::uint64_t{1} << s.own[i])));
-      }
+      for (std::size_t i = 0; i < ns; ++i) est += 1 + static_cast<std::size_t>(__builtin_popcountll(upper_open(i)));
       whole = static_cast<double>(est * gs) >= kWholeAbove * static_cast<double>(ns * k);
     }
   }
@@ -436,34 +451,12 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
   };
   if (whole) {
     // Every survivor against every centroid, a wide panel at a time: the same pair scores,
-    // bitwise, as the groups' (and the plain assignment's), at the wide tile's rate. The panel
-    // holds positions in group order, so its ids need not ascend with the lanes: where its
-    // smallest score is held twice (runner-up equal), the lowest index holding it is found
-    // among the scores.
-    const std::size_t nr = wpanel_->nr, mpad = (ns + P - 1) / P * P;
-    for (std::size_t q = 0; q < mpad; ++q) s.xr[q] = s.bx.data() + (q < ns ? q : 0) * dim;
-    for (std::size_t c0 = 0; c0 < k; c0 += nr) {
-      const std::size_t c1 = std::min(k, c0 + nr);
-      wpanel_->group_min(s.xr.data(), dim, wpacked_.data(), wids_.data(), k, c0, c1, ns, s.min1.data(),
-                         s.idx1.data(), s.min2.data(), s.scores.data(), nr);
-      counts.distances += ns * (c1 - c0);
-      for (std::size_t i = 0; i < ns; ++i) {
-        const T* sc = s.scores.data() + i * nr;
-        const T v = s.min1[i];
-        std::int32_t j = s.idx1[i];
-        if (s.min2[i] == v) {
-          for (std::size_t q = c0; q < c1; ++q) {
-            if (sc[q - c0] == v) j = std::min(j, static_cast<std::int32_t>(wids_[q]));
-          }
-        }
-        table_->bounds_from_scores(sc, c1 - c0, static_cast<double>(s.bnorm[i]) - s.eps[i] + sl.nmin,
-                                   lb_.data() + (ch.first + s.rows[i]) * NL + c0);
-        if (v < s.best_s[i] || (v == s.best_s[i] && j < s.best_j[i])) {
-          s.best_s[i] = v;
-          s.best_j[i] = j;
-        }
-      }
-    }
+    // bitwise, as the groups' (and the plain assignment's), at the wide tile's rate (per
+    // centroid bounds only, so no group's bound is set: g = G is never used).
+    s.list.resize(ns);
+    for (std::size_t i = 0; i < ns; ++i) s.list[i] = static_cast<std::uint32_t>(i);
+    const std::size_t nr = wpanel_->nr;
+    for (std::size_t c0 = 0; c0 < k; c0 += nr) score_panel(wpanel_, wpacked_.data(), G, c0, std::min(k, c0 + nr), nr, 0, ns);
   } else if (pairs) {
     // Each survivor's pairs first (pair_step): kept by them, or the groups they leave open (its
     // own among them), or its own group and then the others as below; then the groups.
@@ -478,10 +471,8 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
     for (std::size_t i = 0; i < ns; ++i) {
       if (saved < K / 2 + 1) {
         // Its own group, then at most the groups its upper bound leaves (need_after_own's
-        // threshold is below U^2 + 3 eps: the best score is at most a's, within eps of U^2).
-        const double u = ub_[ch.first + s.rows[i]];
-        const std::uint64_t others = bounds::not_above(s.gmin.data() + i * G, G, bounds::root_up(u * u + 3 * s.eps[i] + sl.nmax)) &
-                                     ~(std::uint64_t{1} << s.own[i]);
+        // threshold is below upper_open's).
+        const std::uint64_t others = upper_open(i);
         s.mode[i] = kPairOwnFirst;
         saved += K - static_cast<std::int64_t>((1 + __builtin_popcountll(others)) * gs);
         continue;

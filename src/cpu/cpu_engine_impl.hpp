@@ -270,10 +270,9 @@ class CpuEngine final : public Engine<T> {
   std::vector<T> ids_;                 // centroid index of each packed position, as T
   // Per-centroid bounds with groups narrower than the wide panel: a block scored whole (the
   // first iteration's, those whose bounds leave nearly everything) is scored with the wide
-  // panel, in the same position order (wpacked_, wids_), a wide panel at a time.
+  // panel, in the same position order (wpacked_; ids_ serves both), a wide panel at a time.
   const PanelKernels<T>* wpanel_ = nullptr;
   AlignedBuffer<T> wpacked_;
-  std::vector<T> wids_;
   std::vector<double> drift_, gdrift_;
   std::vector<float> gdrift_up_;  // gdrift_ rounded up to float, for bounds::lower_step
   std::vector<float> cdrift_up_;  // per-centroid bounds: each position's drift, rounded up
