@@ -64,6 +64,7 @@ void run(const std::string& shape, int threads, int repeats) {
   for (int r = 0; r < repeats; ++r) {
     for (const auto p : {flashkm::Prune::kOff, flashkm::Prune::kOn}) {
       if (p == flashkm::Prune::kOff && std::getenv("PRUNE_ONLY_ON")) continue;  // for profiling
+      if (p == flashkm::Prune::kOn && std::getenv("PRUNE_ONLY_OFF")) continue;
       flashkm::KMeansOptions o;
       o.n_clusters = k;
       o.init = flashkm::InitMethod::kExplicit;
@@ -89,8 +90,12 @@ void run(const std::string& shape, int threads, int repeats) {
     }
   }
   if (t_off.empty()) t_off.push_back(0);
+  if (t_on.empty()) {
+    t_on.push_back(0);
+    on = off;
+  }
   const double a = median(t_off), b = median(t_on);
-  const char* verdict = std::getenv("PRUNE_ONLY_ON") ? "not compared" : same_fit(off, on) ? "bitwise equal" : "DIFFER";
+  const char* verdict = std::getenv("PRUNE_ONLY_ON") || std::getenv("PRUNE_ONLY_OFF") ? "not compared" : same_fit(off, on) ? "bitwise equal" : "DIFFER";
   std::printf("%-22s iterations %3d  off %7.3f s  on %7.3f s  speed-up %5.2fx  distances %.3f (after it. 5: %.3f)  %s\n",
               shape.c_str(), on.n_iter, a, b, a / b, all / (full * static_cast<double>(on.history.size())),
               nlate ? late / (full * static_cast<double>(nlate)) : 0.0, verdict);

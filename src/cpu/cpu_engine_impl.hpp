@@ -190,6 +190,7 @@ class CpuEngine final : public Engine<T> {
 
   // ---- The fused step (cpu_fused.cc) ----
   bool fused_fits(std::size_t k) const;
+  std::size_t fused_tile(std::size_t k) const;
   // accumulate = false: assignment only (the incremental update follows).
   void assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::int32_t* labels, T* dist, double* sums,
                            double* wsums, double* qsums, double* inertia, std::size_t* changed, bool accumulate);
@@ -211,6 +212,7 @@ class CpuEngine final : public Engine<T> {
   void inc_refresh(const double* centroids, std::size_t k, const double* sums, const double* wsums,
                    const double* qsums, const std::int32_t* labels);
   void inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k);
+  void inc_apply_clusters(const Chunk<T>& ch, std::size_t k);
   void inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k, std::size_t a, std::size_t b,
                       std::size_t moved);
   bool inc_degenerate(std::size_t k) const;
@@ -337,6 +339,7 @@ class CpuEngine final : public Engine<T> {
   std::vector<std::int32_t> inc_labels_;
   std::vector<double> inc_s_, inc_u_, inc_r_, inc_q_, inc_w_;  // S, U, Q, W: values, then their errors
   std::vector<std::uint64_t> inc_n_;
+  std::vector<std::uint64_t> ev_cnt_;  // inc_apply: per task and cluster, its events' count, then where they start
   std::vector<std::uint64_t> ev_row_, ev_off_;  // this chunk's moves, (row << 1) | removal, by cluster
 };
 

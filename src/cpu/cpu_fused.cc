@@ -17,6 +17,19 @@ bool CpuEngine<T>::fused_fits(std::size_t k) const {
   return k * sizeof(double) * 4 <= tr * sizeof(T) && n_ >= 2 * tr;
 }
 
+// Rows per tile of the fused step: fused_tile_rows, halved (down to 1024 rows, and while the
+// K x D partials stay within a quarter of the tile) while the rows would make fewer than 16
+// tiles, so that a small data set still spreads over the threads (50,000 x 16 made 4 tiles of
+// 16,384 rows, the last of 848: one thread took two whole tiles while the other idled). It
+// depends on N, K and the row's size only, never on the thread count; a power of two, so the
+// bounded blocks and a streamed chunk's super-blocks still hold whole tiles.
+template <class T>
+std::size_t CpuEngine<T>::fused_tile(std::size_t k) const {
+  std::size_t tr = fused_tile_rows(row_bytes_);
+  while (tr > 1024 && (n_ + tr - 1) / tr < 16 && k * sizeof(double) * 4 <= tr / 2 * sizeof(T)) tr /= 2;
+  return tr;
+}
+
 // FlashAssign and a tile-local Sort-Inverse Update in one pass over a chunk: each tile of rows
 // is assigned, its labels counting-sorted into runs (the tile's inverse mapping) and the runs
 // reduced from cache into the tile's partial sums; partials are added in tile order. Tiles go
@@ -28,7 +41,7 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
                                        std::size_t* changed, bool accumulate) {
   const std::size_t n = ch.x.rows;
   const std::size_t dim = dim_;
-  const std::size_t tr = fused_tile_rows(row_bytes_);
+  const std::size_t tr = fused_tile(k);
   const std::size_t ntiles = (n + tr - 1) / tr;
   // A wave is one parallel region: as many tiles as 4 MiB of partials hold, at least two per
   // thread (a wave per two tiles per thread made ~70 regions per iteration at Fashion-MNIST
@@ -115,9 +128,11 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
 }
 
 template bool CpuEngine<float>::fused_fits(std::size_t) const;
+template std::size_t CpuEngine<float>::fused_tile(std::size_t) const;
 template void CpuEngine<float>::assign_update_tiled(const Chunk<float>&, std::size_t, std::int32_t*, float*, double*,
                                                     double*, double*, double*, std::size_t*, bool);
 template bool CpuEngine<double>::fused_fits(std::size_t) const;
+template std::size_t CpuEngine<double>::fused_tile(std::size_t) const;
 template void CpuEngine<double>::assign_update_tiled(const Chunk<double>&, std::size_t, std::int32_t*, double*,
                                                      double*, double*, double*, double*, std::size_t*, bool);
 

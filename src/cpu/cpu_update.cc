@@ -351,27 +351,89 @@ void CpuEngine<T>::inc_refresh(const double* centroids, std::size_t k, const dou
   inc_valid_ = true;
 }
 
-// Applies the chunk's moved rows (labels against inc_labels_) to the per-cluster sums. Events are (row << 1) | removal, counting-sorted by cluster in row order, in
-// batches of consecutive rows holding at most max(N/8, 4096) moves (2 bytes a row at most):
-// each cluster still takes its moves in row order, so the batching does not change the bits.
+// Applies the chunk's moved rows (labels against inc_labels_) to the per-cluster sums. Events
+// are (row << 1) | removal, counting-sorted by cluster in row order; each cluster takes its
+// moves in row order, whoever sorts them, so the bits depend on neither the batching nor the
+// threads. Usually one parallel region counts each task's moves per cluster, places them
+// (cluster by cluster, task by task) and applies them. Where the step moved more rows than
+// max(N/8, 4096) (2 bytes a row of events at most), the rows go in batches of consecutive rows
+// holding at most that many moves (inc_apply_rows).
 template <class T>
 void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k) {
   const std::size_t n = ch.x.rows;
   const std::int32_t* lab = labels + ch.first;
+  std::int32_t* old = inc_labels_.data() + ch.first;
   const std::size_t cap = std::max<std::size_t>(n_ / 8, 4096);
+  // Tasks of consecutive rows, with a count per cluster each (at most ~n counters in all).
+  const std::size_t nt = std::clamp<std::size_t>(std::min<std::size_t>(4 * static_cast<std::size_t>(threads_), n / std::max<std::size_t>(k, 256)), 1, 64);
+  const std::size_t per = (n + nt - 1) / nt;
+  ev_cnt_.assign(nt * k, 0);
+  std::uint64_t moved[64] = {};
+  bool batched = false;
+#pragma omp parallel num_threads(threads_)
+  {
+#pragma omp for schedule(static)
+    for (std::size_t t = 0; t < nt; ++t) {
+      std::uint64_t* cnt = ev_cnt_.data() + t * k;
+      std::uint64_t m = 0;
+      for (std::size_t i = t * per; i < std::min(n, (t + 1) * per); ++i) {
+        if (lab[i] != old[i]) {
+          ++cnt[static_cast<std::size_t>(old[i])];
+          ++cnt[static_cast<std::size_t>(lab[i])];
+          ++m;
+        }
+      }
+      moved[t] = m;
+    }
+#pragma omp single
+    {
+      std::uint64_t total = 0;
+      for (std::size_t t = 0; t < nt; ++t) total += moved[t];
+      batched = total > cap;
+      if (!batched) {
+        // Each (task, cluster) count becomes where its events start: cluster-major, then task.
+        ev_off_.assign(k + 1, 0);
+        std::uint64_t at = 0;
+        for (std::size_t c = 0; c < k; ++c) {
+          ev_off_[c] = at;
+          for (std::size_t t = 0; t < nt; ++t) {
+            const std::uint64_t m = ev_cnt_[t * k + c];
+            ev_cnt_[t * k + c] = at;
+            at += m;
+          }
+        }
+        ev_off_[k] = at;
+        ev_row_.resize(at);
+      }
+    }
+    if (!batched) {
+#pragma omp for schedule(static)
+      for (std::size_t t = 0; t < nt; ++t) {
+        std::uint64_t* fill = ev_cnt_.data() + t * k;
+        for (std::size_t i = t * per; i < std::min(n, (t + 1) * per); ++i) {
+          if (lab[i] != old[i]) {
+            ev_row_[fill[static_cast<std::size_t>(old[i])]++] = (static_cast<std::uint64_t>(i) << 1) | 1u;
+            ev_row_[fill[static_cast<std::size_t>(lab[i])]++] = static_cast<std::uint64_t>(i) << 1;
+            old[i] = lab[i];
+          }
+        }
+      }
+      inc_apply_clusters(ch, k);
+    }
+  }
+  if (!batched) return;
   for (std::size_t a = 0; a < n;) {
     std::size_t b = a, batch = 0;
-    for (; b < n && batch < cap; ++b) batch += lab[b] != inc_labels_[ch.first + b];
+    for (; b < n && batch < cap; ++b) batch += lab[b] != old[b];
     if (batch > 0) inc_apply_rows(ch, labels, k, a, b, batch);
     a = b;
   }
 }
 
-// inc_apply over rows [a, b) of the chunk, which hold `moved` moves.
+// inc_apply over rows [a, b) of the chunk, which hold `moved` moves (serial sort).
 template <class T>
 void CpuEngine<T>::inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k, std::size_t a,
                                   std::size_t b, std::size_t moved) {
-  const std::size_t dim = dim_;
   const std::int32_t* lab = labels + ch.first;
   std::int32_t* old = inc_labels_.data() + ch.first;
   ev_off_.assign(k + 1, 0);
@@ -392,7 +454,14 @@ void CpuEngine<T>::inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels
     }
   }
 #pragma omp parallel num_threads(threads_)
-  {
+  inc_apply_clusters(ch, k);
+}
+
+// The events ev_row_ / ev_off_ applied cluster by cluster: a worksharing loop, called inside a
+// parallel region.
+template <class T>
+void CpuEngine<T>::inc_apply_clusters(const Chunk<T>& ch, std::size_t k) {
+  const std::size_t dim = dim_;
   std::vector<double> dbuf(dim);
 #pragma omp for schedule(dynamic, 1)
   for (std::size_t c = 0; c < k; ++c) {
@@ -449,7 +518,6 @@ void CpuEngine<T>::inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels
     inc_q_[k + c] = qe;
     inc_w_[k + c] = We;
     inc_n_[c] = members;
-  }
   }
 }
 
@@ -533,6 +601,7 @@ template bool CpuEngine<float>::incremental_next(std::size_t) const;
 template void CpuEngine<float>::inc_refresh(const double*, std::size_t, const double*, const double*, const double*,
                                          const std::int32_t*);
 template void CpuEngine<float>::inc_apply(const Chunk<float>&, const std::int32_t*, std::size_t);
+template void CpuEngine<float>::inc_apply_clusters(const Chunk<float>&, std::size_t);
 template void CpuEngine<float>::inc_apply_rows(const Chunk<float>&, const std::int32_t*, std::size_t, std::size_t,
                                             std::size_t, std::size_t);
 template bool CpuEngine<float>::inc_degenerate(std::size_t) const;
@@ -553,6 +622,7 @@ template bool CpuEngine<double>::incremental_next(std::size_t) const;
 template void CpuEngine<double>::inc_refresh(const double*, std::size_t, const double*, const double*, const double*,
                                          const std::int32_t*);
 template void CpuEngine<double>::inc_apply(const Chunk<double>&, const std::int32_t*, std::size_t);
+template void CpuEngine<double>::inc_apply_clusters(const Chunk<double>&, std::size_t);
 template void CpuEngine<double>::inc_apply_rows(const Chunk<double>&, const std::int32_t*, std::size_t, std::size_t,
                                             std::size_t, std::size_t);
 template bool CpuEngine<double>::inc_degenerate(std::size_t) const;
