@@ -6,10 +6,10 @@ import pytest
 import flashkm
 
 
-def data(dtype, seed=3):
+def data(dtype, seed=3, d=24):
     rng = np.random.default_rng(seed)
-    centres = rng.normal(0, 4, (60, 24))
-    X = centres[rng.integers(0, 60, 8000)] + rng.normal(0, 1, (8000, 24))
+    centres = rng.normal(0, 4, (60, d))
+    X = centres[rng.integers(0, 60, 8000)] + rng.normal(0, 1, (8000, d))
     return X.astype(dtype)
 
 
@@ -32,7 +32,7 @@ def test_pruned_fit_is_bitwise_the_unpruned(dtype, metric):
 
 
 def test_elkan_means_prune_and_auto_prunes():
-    X = data(np.float32)
+    X = data(np.float32, d=32)  # auto tries the bounds from K x D = 2048 on
     elkan = flashkm.KMeans(64, algorithm="elkan", random_state=0).fit(X)
     lloyd = flashkm.KMeans(64, algorithm="lloyd", prune=False, random_state=0).fit(X)
     auto = flashkm.KMeans(64, random_state=0).fit(X)
@@ -41,6 +41,15 @@ def test_elkan_means_prune_and_auto_prunes():
     assert auto.history_[-1]["distances"] < len(X) * 64
     with pytest.raises(ValueError, match="elkan"):
         flashkm.KMeans(8, algorithm="elkan", prune=False).fit(X)
+
+
+def test_auto_leaves_cheap_rows_unpruned():
+    X = data(np.float32)  # K x D = 64 x 24 < 2048: a row's upkeep would cost its distances
+    auto = flashkm.KMeans(64, random_state=0, tol=0, max_iter=30).fit(X)
+    on = flashkm.KMeans(64, prune=True, random_state=0, tol=0, max_iter=30).fit(X)
+    assert auto.cluster_centers_.tobytes() == on.cluster_centers_.tobytes()
+    assert all(h["distances"] == len(X) * 64 for h in auto.history_)
+    assert on.history_[-1]["distances"] < len(X) * 64
 
 
 def test_prune_refused_for_dot_and_bad_values():

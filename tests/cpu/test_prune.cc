@@ -248,10 +248,11 @@ TEST(Prune, AutoAndDot) {
 // iterations; on keeps pruning. Both are bitwise the unpruned fit.
 TEST(Prune, AutoGivesUpWhereBoundsDoNotPay) {
   // Heavily overlapping clusters: most rows stay near several centroids, and the bounds prove
-  // little for many iterations. In 8 dimensions a distance is cheap against a row's upkeep
-  // (break-even 8 / 104 of the distances, AutoPrune::break_even_for), so the bounds never pay
-  // here on any target (at D = 32 AVX2's 8-centroid groups prune enough that auto goes on).
-  const std::size_t n = 20000, d = 8, k = 100;
+  // little for many iterations. In 16 dimensions a distance is cheap against a row's upkeep
+  // (break-even 16 / 112 of the distances, AutoPrune::break_even_for), so the bounds do not
+  // pay here. K x D = 2048 is the least work per row at which auto tries them at all (at D = 8,
+  // K = 256 or 512, and at D = 32, K = 64, the fractions kept falling on AVX2, and auto went on).
+  const std::size_t n = 20000, d = 16, k = 128;
   const auto X = blobs<float>(n, d, 100, 3, 0.5);
   KMeansOptions o = to_convergence(k, 80);
   const auto on = check(X, n, d, o);
@@ -265,6 +266,25 @@ TEST(Prune, AutoGivesUpWhereBoundsDoNotPay) {
   EXPECT_LT(gave_up, a.history.size()) << "auto kept pruning";
   for (std::size_t i = gave_up; i < a.history.size(); ++i) EXPECT_EQ(a.history[i].distances, full) << i;
   EXPECT_LT(on.history.back().distances, full);
+}
+
+// Where a row's distances are cheap (K x D below 2048 multiply-adds), auto does not try the
+// bounds at all: every iteration computes every distance, from the first, even on data where
+// the bounds would skip most of them; on prunes there, bitwise alike.
+TEST(Prune, AutoLeavesCheapRowsUnpruned) {
+  const std::size_t n = 20000;
+  for (const auto& [d, k] : {std::pair<std::size_t, std::size_t>{16, 16}, {32, 63}, {8, 100}}) {
+    const auto X = blobs<float>(n, d, k, 5, 1.5);  // the bounds skip most of the distances
+    KMeansOptions o = to_convergence(k, 30);
+    const auto on = check(X, n, d, o);
+    o.prune = Prune::kAuto;
+    const auto a = fit(MatrixView<float>(X.data(), n, d), o);
+    expect_bitwise(a, on);
+    const std::uint64_t full = static_cast<std::uint64_t>(n) * k;
+    for (const auto& h : a.history) EXPECT_EQ(h.distances, full) << "D " << d << " K " << k << " it " << h.iteration;
+    ASSERT_GE(on.history.size(), 3u) << "D " << d << " K " << k;
+    EXPECT_LT(on.history.back().distances, full / 2) << "D " << d << " K " << k << ": on prunes this data";
+  }
 }
 
 // Sets an environment variable for one scope, restoring what it held.
