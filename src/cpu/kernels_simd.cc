@@ -238,6 +238,42 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
       PackSliver(pts, rb + s * kMR, std::min(kMR, m - s * kMR), xp.get() + s * kMR * dim,
                  xnorm.get() + s * kMR);
     }
+    if (npanels == 1) {
+      // One panel (K <= nr): each row is finished from its tile's registers, with the same
+      // operations as below (the running minimum starts at +inf and index 0), without the
+      // running minima's round trip through memory.
+      V idx[NV];
+      for (std::size_t v = 0; v < NV; ++v) idx[v] = hn::Iota(d, static_cast<T>(v * L));
+      for (std::size_t s = 0; s < nsl; ++s) {
+        V acc[kMR][NV];
+        DotTile<NV>(xp.get() + s * kMR * dim, dim, packed, acc);
+        const std::size_t rows = std::min(kMR, m - s * kMR);
+#pragma GCC unroll 16
+        for (std::size_t i = 0; i < kMR; ++i) {
+          if (i >= rows) break;  // (a constant bound, so that acc stays in registers)
+          V best = hn::MulAdd(acc[i][0], minus2, hn::Load(d, norms));
+          V bidx = idx[0];
+          for (std::size_t v = 1; v < NV; ++v) {
+            const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, norms + v * L));
+            const auto lt = hn::Lt(sv, best);
+            best = hn::IfThenElse(lt, sv, best);
+            bidx = hn::IfThenElse(lt, idx[v], bidx);
+          }
+          const auto lt = hn::Lt(best, inf);
+          const V vmin = hn::IfThenElse(lt, best, inf);
+          const V vidx = hn::IfThenElse(lt, bidx, hn::Zero(d));
+          const V mn = hn::MinOfLanes(d, vmin);
+          const V cand = hn::IfThenElse(hn::Eq(vmin, mn), vidx, inf);
+          const T best_idx = hn::GetLane(hn::MinOfLanes(d, cand));
+          const auto label = best_idx < static_cast<T>(k) ? static_cast<std::int32_t>(best_idx) : 0;
+          const std::size_t r = rb + s * kMR + i;
+          changed += labels[r] != label;
+          labels[r] = label;
+          dist[r] = std::max(T(0), xnorm[s * kMR + i] + hn::GetLane(mn));
+        }
+      }
+      continue;
+    }
     // Index 0 until a smaller score is seen: if every score overflows to +inf (centroid norms
     // beyond float range), the label is still a valid index, the lowest, as for any tie.
     for (std::size_t i = 0; i < nsl * kMR; ++i) {
