@@ -111,7 +111,8 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info, const Ranks& ranks) {
     PlanNeeds needs;
     needs.k = k;
     needs.weights = !weights.empty();
-    needs.prune = a.prune != "off";
+    // Auto prunes nothing where a row's distances are cheap, so it needs no room for bounds.
+    needs.prune = a.prune == "on" || (a.prune == "auto" && k * info.cols >= kAutoPruneMinWork);
     needs.prune_auto = a.prune == "auto";  // where the bounds would not fit, prune less rather than fail
     needs.keep_half = !ranks.distributed();
     // k-means++ and k-means||'s rounds (since 2026-12-06) seed rows in memory with their sketch.

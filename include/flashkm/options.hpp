@@ -40,11 +40,16 @@ enum class Metric {
 /// centroids, inertia, n_iter and every statistic but `distances` and `seconds` are bitwise
 /// those of the unpruned run.
 enum class Prune {
-  kAuto,  ///< prune where it is possible and the bounds fit in memory (at most X's own size),
-          ///< not 16-bit input on AMX tiles; stop within a run where the bounds do not pay
+  kAuto,  ///< prune where it is possible, the bounds fit in memory (at most X's own size) and a
+          ///< row's distances cost at least kAutoPruneMinWork multiply-adds (K x D), not 16-bit
+          ///< input on AMX tiles; stop within a run where the bounds do not pay
   kOn,    ///< always prune (Euclidean and cosine; InvalidArgument for Metric::kDot)
   kOff,   ///< compute every point-centroid distance in every iteration
 };
+
+/// Prune::kAuto leaves rows with K x D below this unpruned: there a row's bounds upkeep costs
+/// about as much as all its distances (docs/KERNELS.md, "Bounded assignment").
+inline constexpr std::size_t kAutoPruneMinWork = 2048;
 
 /// Why a run stopped.
 enum class StopReason {

@@ -24,10 +24,6 @@ namespace flashkm::detail {
 // fastest.
 constexpr std::size_t kPairCost = 5;
 
-// Auto prunes only where a row's distances cost at least this many multiply-adds (K x D; see
-// begin_run).
-constexpr std::size_t kAutoMinWork = 2048;
-
 // A block is scored whole (bounded_block) where its survivors' estimate reaches this fraction of
 // its rows times K.
 constexpr double kWholeAbove = 0.9;
@@ -74,14 +70,14 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
     wpanel_ = panel_for(k) != bpanel_ && !(env != nullptr && std::string(env) == "0") ? panel_for(k) : nullptr;
   }
   if (prune == Prune::kAuto && 4 * (1 + groups_) > row_bytes_) return false;
-  // Rows whose distances are cheap (K x D below kAutoMinWork multiply-adds): a row's upkeep
-  // (its bounds' drift, its test, a survivor's packing and pairs) costs about as much as all
-  // its distances, so the bounds do not pay even where they skip nearly all of them. Measured
-  // on AMD EPYC (Zen 3, AVX2), 2 threads, overlapping blobs of 50,000 rows: pruned fits ran at
-  // 0.30-0.82x the unpruned one for K x D from 64 to 1024 (50k x 32 x 16: 0.30x, with 4% of the
+  // Rows whose distances are cheap (K x D below kAutoPruneMinWork = 2048 multiply-adds): a
+  // row's upkeep (its bounds' drift, its test, a survivor's packing and pairs) costs about as
+  // much as all its distances, so the bounds do not pay even where they skip nearly all of
+  // them. Measured on AMD EPYC (Zen 3, AVX2), 2 threads, overlapping blobs of 50,000 rows:
+  // pruned fits ran at 0.30-0.82x the unpruned one for K x D from 64 to 1024 (50k x 32 x 16: 0.30x, with 4% of the
   // distances in its last iterations), 0.90-0.99x at 2048, 0.78-1.24x at 4096; Fashion-MNIST
   // K = 10 (7840) wins 2.6x. Auto then runs unpruned from the start, with no trial.
-  if (prune == Prune::kAuto && k * dim_ < kAutoMinWork) return false;
+  if (prune == Prune::kAuto && k * dim_ < kAutoPruneMinWork) return false;
   // 16-bit rows on AMX tiles: the bounded path scores survivors with the float32 kernels (the
   // same bits, not the tiles' speed); auto leaves them to the tiles, on prunes them.
   if (prune == Prune::kAuto && amx_mode_) return false;
