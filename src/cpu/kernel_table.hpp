@@ -71,13 +71,23 @@ struct PanelKernels {
 /// Rows per block of k-means++'s 8-bit row sketch (cpu/sketch.hpp).
 inline constexpr std::size_t kSketchRows = 16;
 
+/// A candidate's sketch values lie in [-kCandLevels, kCandLevels] (the rows' in [-127, 127]):
+/// AVX2's unsigned-by-signed byte products (VPMADDUBSW) add a row's biased bytes (at most 255)
+/// times two of them into an int16 lane (at most 2 * 255 * 31 = 15810), and two quads' such
+/// sums still fit (31620 < 2^15), so they never saturate and are widened once per two quads.
+/// The coarser candidates cost little: their error bound enters the test once, the row's
+/// finer one once (distances computed at 100,000 x 128 x 1024: 0.25% of the plain seeding's
+/// with 127 levels, 0.29% with 63, 0.41% with 31, 0.87% with 15).
+inline constexpr int kCandLevels = 31;
+
 /// One block of kSketchRows rows of the row sketch and one step's candidate sketches, for
 /// sketch_mask. A row y (centred as the kernels centre it) is held as s * q, q in [-127, 127]^D,
 /// with ||y - s q|| <= delta; a candidate likewise as (cs / 2) * cq. Features go in quads, each
 /// row's four side by side and stored biased (q + 128, an unsigned byte, as AVX-512 VNNI's
 /// unsigned-by-signed products take them): q[(p * kSketchRows + i) * 4 + h] is 128 + feature
 /// 4p + h of row i (128, for zero, past D). The integer dot product q . cq is then
-/// sum (q + 128) cq - cfix, exact in int32 for D <= 65536 (|sum| <= 255 * 127 * D < 2^31).
+/// sum (q + 128) cq - cfix, exact in int32 for D <= 65536 (|sum| <= 255 * 31 * D < 2^31; a
+/// candidate's values lie within +-kCandLevels).
 struct SketchArgs {
   const std::uint8_t* q;     // the block's rows: quads x kSketchRows x 4, biased by 128
   std::size_t quads;         // ceil(D / 4)
@@ -121,6 +131,13 @@ void ref_sketch_mask(const SketchArgs& args, std::uint32_t* mask);
 /// Callable only when sketch_vnni_usable(); the AVX3 target's table uses it then.
 void sketch_mask_vnni(const SketchArgs& args, std::uint32_t* mask);
 bool sketch_vnni_usable();
+
+/// The sketch filter with AVX2's byte products (cpu/sketch_avx2.cc): two pair sums per int16
+/// lane and instruction (candidates within +-kCandLevels, so they never saturate), where the
+/// portable kernel widens the rows' bytes first. Callable only when sketch_avx2_usable(); the
+/// AVX2 target's table uses it.
+void sketch_mask_avx2(const SketchArgs& args, std::uint32_t* mask);
+bool sketch_avx2_usable();
 
 template <class T>
 struct KernelTable {
@@ -176,7 +193,8 @@ struct KernelTable {
   /// is covered, so a target may round its float steps its own way. A set bit proves nothing.
   void (*sketch_mask)(const SketchArgs& args, std::uint32_t* mask);
   /// The target's portable (Highway) sketch filter, which sketch_mask replaces by VNNI's where
-  /// the CPU has it: kept so that the tests run it on every machine.
+  /// the CPU has it (and by AVX2's byte products on the AVX2 target): kept so that the tests
+  /// run it on every machine.
   void (*sketch_mask_portable)(const SketchArgs& args, std::uint32_t* mask);
 
   /// The bounded assignment's per-centroid lower bounds after the centroids moved: each of

@@ -844,7 +844,7 @@ void CenterRows(const PointsRef<T>& pts, std::size_t r, std::size_t m, T* out, T
 // biased bytes widened); one widening multiply-add per quad and candidate gives each row's two
 // pair sums side by side, and the two halves of the rows' vector are joined at the end (even
 // plus odd lanes). Without VNNI this is as fast as the pair-by-pair kernel it replaced; with
-// it, the AVX3 table takes sketch_mask_vnni instead.
+// it, the AVX3 table takes sketch_mask_vnni instead, and the AVX2 table sketch_mask_avx2.
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
 void SketchMask(const SketchArgs& g, std::uint32_t* mask) { ref_sketch_mask(g, mask); }
 #else
@@ -1054,6 +1054,8 @@ const KernelTable<T>* Table() {
       &AccumulateRun<T>,
 #if HWY_TARGET == HWY_AVX3
       sketch_vnni_usable() ? &sketch_mask_vnni : &SketchMask,
+#elif HWY_TARGET == HWY_AVX2
+      sketch_avx2_usable() ? &sketch_mask_avx2 : &SketchMask,
 #else
       &SketchMask,
 #endif

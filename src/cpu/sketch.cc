@@ -15,7 +15,7 @@ namespace {
 // [2^-50, 2^40], where the filter's float arithmetic is not covered, gets delta = +inf: every
 // pair with it is kept (its bound proves nothing), the rest of the sketch still filters.
 template <class Y, class Put>
-bool quantize(std::size_t dim, Y y, Put put, float& a, float& s, float& delta) {
+bool quantize(std::size_t dim, Y y, Put put, float& a, float& s, float& delta, int levels) {
   double mx = 0;
   for (std::size_t j = 0; j < dim; ++j) {
     const double v = y(j);
@@ -28,13 +28,13 @@ bool quantize(std::size_t dim, Y y, Put put, float& a, float& s, float& delta) {
     delta = mx == 0 ? 0.0f : std::numeric_limits<float>::infinity();
     return true;
   }
-  const float sf = static_cast<float>(mx / 127);
+  const float sf = static_cast<float>(mx / levels);
   const double sd = sf;
   std::int64_t qq = 0;
   double err = 0;
   for (std::size_t j = 0; j < dim; ++j) {
     const double v = y(j);
-    const int q = static_cast<int>(std::clamp(std::nearbyint(v / sd), -127.0, 127.0));
+    const int q = static_cast<int>(std::clamp(std::nearbyint(v / sd), -double(levels), double(levels)));
     put(j, q);
     qq += static_cast<std::int64_t>(q) * q;
     const double e = v - sd * q;  // sd * q is exact (24 + 7 bits); the difference rounds once
@@ -73,7 +73,7 @@ bool RowSketch::build(const PointsRef<T>& pts, std::size_t r0, std::size_t r1) {
     auto put = [&](std::size_t j, int v) {
       blk[((j / 4) * kSketchRows + i) * 4 + j % 4] = static_cast<std::uint8_t>(v + 128);
     };
-    ok = quantize(pts.dim, y, put, a[r], s[r], delta[r]);
+    ok = quantize(pts.dim, y, put, a[r], s[r], delta[r], 127);
   }
   return ok;
 }
@@ -102,10 +102,10 @@ bool CandSketch::build(const T* cands, std::size_t m, std::size_t dim) {
       auto u16 = static_cast<std::uint64_t>(w16[j / 4]);
       u16 |= static_cast<std::uint64_t>(static_cast<std::uint16_t>(static_cast<std::int16_t>(v))) << (16 * h);
       w16[j / 4] = static_cast<std::int64_t>(u16);
-      fix += 128 * v;  // |fix| <= 128 * 127 * 65536 < 2^31
+      fix += 128 * v;  // |fix| <= 128 * kCandLevels * 65536 < 2^31
     };
     float s = 0;
-    if (!quantize(dim, y, put, cb[t], s, cdelta[t])) return false;
+    if (!quantize(dim, y, put, cb[t], s, cdelta[t], kCandLevels)) return false;
     cs[t] = 2 * s;
     cfix[t] = fix;
   }

@@ -2,7 +2,7 @@
 //
 // A row y (centred as the kernels centre it) is held as s q with q in [-127, 127]^D, with an
 // upper bound delta on ||y - s q|| computed from the row itself; candidates are sketched the same
-// way. ||y - c|| >= ||s q - s' q'|| - delta - delta', and ||s q - s' q'||^2 comes from one exact
+// way, coarser (q' in [-kCandLevels, kCandLevels], kernel_table.hpp). ||y - c|| >= ||s q - s' q'|| - delta - delta', and ||s q - s' q'||^2 comes from one exact
 // integer dot product, so the sketch proves most pairs of a k-means++ step unable to lower the
 // row's closest distance after reading a quarter of X's bytes (kernel_table.hpp, sketch_mask).
 #pragma once

@@ -580,6 +580,12 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
               detail::sketch_mask_vnni(ga, vnni);
               ASSERT_TRUE(std::equal(vnni, vnni + detail::kSketchRows, want)) << "VNNI sep=" << sep << " d=" << d << " m=" << m;
             }
+            if (detail::sketch_avx2_usable()) {
+              // So does AVX2's byte-product kernel (the AVX2 table's).
+              std::uint32_t avx2[detail::kSketchRows];
+              detail::sketch_mask_avx2(ga, avx2);
+              ASSERT_TRUE(std::equal(avx2, avx2 + detail::kSketchRows, want)) << "AVX2 sep=" << sep << " d=" << d << " m=" << m;
+            }
             // And the target's portable kernel, which VNNI replaces where the CPU has it.
             std::uint32_t portable[detail::kSketchRows];
             tab->sketch_mask_portable(ga, portable);
@@ -613,9 +619,11 @@ TYPED_TEST(KernelTest, SketchFilterSoundOnEveryTargetAndUseful) {
 }
 
 // The sketch's integer sums at the largest D it takes (65536) and the largest bytes: a row
-// equal to a candidate (every feature at +-127) keeps the pair, on every target; a row of
-// opposite sign is proved far; row 2, all +1 like candidate 1, makes the biased sum
-// 255 * 127 * 65536 = 2,122,383,360, the largest there is (just under 2^31).
+// equal to a candidate (every feature at +-127 in the row's sketch, +-kCandLevels = 31 in the
+// candidate's) keeps the pair, on every target; a row of opposite sign is proved far; row 2,
+// all +1 like candidate 1, makes the biased sum 255 * 31 * 65536 = 518,062,080, the largest
+// there is, and every two quads' byte products sum to 4 * 255 * 31 = 31620 in each int16 lane
+// of AVX2's kernel, just within int16.
 TEST(SketchFilter, LargestSumsDoNotOverflow) {
   const std::size_t d = 65536, n = detail::kSketchRows;
   std::vector<float> x(n * d), shift(d, 0.0f), c(2 * d);
@@ -646,6 +654,7 @@ TEST(SketchFilter, LargestSumsDoNotOverflow) {
     fns.push_back(tab->sketch_mask_portable);
   }
   if (detail::sketch_vnni_usable()) fns.push_back(&detail::sketch_mask_vnni);
+  if (detail::sketch_avx2_usable()) fns.push_back(&detail::sketch_mask_avx2);
   for (auto* fn : fns) {
     std::uint32_t mask[detail::kSketchRows];
     fn(ga, mask);
