@@ -74,9 +74,10 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   // row's upkeep (its bounds' drift, its test, a survivor's packing and pairs) costs about as
   // much as all its distances, so the bounds do not pay even where they skip nearly all of
   // them. Measured on AMD EPYC (Zen 3, AVX2), 2 threads, overlapping blobs of 50,000 rows:
-  // pruned fits ran at 0.30-0.82x the unpruned one for K x D from 64 to 1024 (50k x 32 x 16: 0.30x, with 4% of the
-  // distances in its last iterations), 0.90-0.99x at 2048, 0.78-1.24x at 4096; Fashion-MNIST
-  // K = 10 (7840) wins 2.6x. Auto then runs unpruned from the start, with no trial.
+  // pruned fits ran at 0.30-0.82x the unpruned one for K x D from 64 to 1024 (50k x 32 x 16:
+  // 0.30x, with 2-4% of the distances in its last iterations), 0.50-0.99x at 2048 and
+  // 0.78-1.24x at 4096, where the fraction judge takes over; Fashion-MNIST K = 10 (7840) wins
+  // 2.6x. Auto then runs unpruned from the start, with no trial.
   if (prune == Prune::kAuto && k * dim_ < kAutoPruneMinWork) return false;
   // 16-bit rows on AMX tiles: the bounded path scores survivors with the float32 kernels (the
   // same bits, not the tiles' speed); auto leaves them to the tiles, on prunes them.

@@ -364,8 +364,10 @@ void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std
   const std::int32_t* lab = labels + ch.first;
   std::int32_t* old = inc_labels_.data() + ch.first;
   const std::size_t cap = std::max<std::size_t>(n_ / 8, 4096);
-  // Tasks of consecutive rows, with a count per cluster each (at most ~n counters in all).
-  const std::size_t nt = std::clamp<std::size_t>(std::min<std::size_t>(4 * static_cast<std::size_t>(threads_), n / std::max<std::size_t>(k, 256)), 1, 64);
+  // Tasks of consecutive rows, with a count per cluster each: at most 64 tasks and n / 4
+  // counters in all (2 bytes a row), one task where K is that large.
+  const std::size_t nt = std::clamp<std::size_t>(
+      std::min<std::size_t>(4 * static_cast<std::size_t>(threads_), n / (4 * std::max<std::size_t>(k, 256))), 1, 64);
   const std::size_t per = (n + nt - 1) / nt;
   ev_cnt_.assign(nt * k, 0);
   std::uint64_t moved[64] = {};
