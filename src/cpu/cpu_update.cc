@@ -260,6 +260,24 @@ void CpuEngine<T>::update_group(const Chunk<T>& ch, std::size_t r0, std::size_t 
   for (double v : block_inertia_) *inertia += v;
 }
 
+namespace {
+// counts[u * k + c] (part u's items of cluster c) become where they start when the parts' runs
+// are laid out cluster by cluster, part by part within each cluster (so a cluster's items stay
+// in part order); offsets[c] is cluster c's start, offsets[k] the total.
+void cluster_major_starts(std::uint64_t* counts, std::size_t parts, std::size_t k, std::uint64_t* offsets) {
+  std::uint64_t pos = 0;
+  for (std::size_t c = 0; c < k; ++c) {
+    offsets[c] = pos;
+    for (std::size_t u = 0; u < parts; ++u) {
+      const std::uint64_t cnt = counts[u * k + c];
+      counts[u * k + c] = pos;
+      pos += cnt;
+    }
+  }
+  offsets[k] = pos;
+}
+}  // namespace
+
 // Counting sort of n labels: offsets[c]..offsets[c+1] is cluster c's run in perm (indices
 // 0..n-1), each run in increasing point order (a stable sort, so the result does not depend
 // on how it is split).
@@ -280,18 +298,7 @@ void CpuEngine<T>::sort_by_label(const std::int32_t* labels, std::size_t n, std:
     for (std::size_t i = lo; i < hi; ++i) ++h[labels[i]];
 #pragma omp barrier
 #pragma omp single
-    {
-      std::uint64_t pos = 0;
-      for (std::size_t c = 0; c < k; ++c) {
-        offsets[c] = pos;
-        for (std::size_t u = 0; u < nt; ++u) {
-          const std::uint64_t cnt = hist_[u * k + c];
-          hist_[u * k + c] = pos;
-          pos += cnt;
-        }
-      }
-      offsets[k] = pos;
-    }
+    cluster_major_starts(hist_.data(), nt, k, offsets);
     for (std::size_t i = lo; i < hi; ++i) perm[h[labels[i]]++] = static_cast<std::uint32_t>(i);
   }
 }
@@ -393,19 +400,10 @@ void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std
       for (std::size_t t = 0; t < nt; ++t) total += moved[t];
       batched = total > cap;
       if (!batched) {
-        // Each (task, cluster) count becomes where its events start: cluster-major, then task.
+        // Each (task, cluster) count becomes where its events start.
         ev_off_.assign(k + 1, 0);
-        std::uint64_t at = 0;
-        for (std::size_t c = 0; c < k; ++c) {
-          ev_off_[c] = at;
-          for (std::size_t t = 0; t < nt; ++t) {
-            const std::uint64_t m = ev_cnt_[t * k + c];
-            ev_cnt_[t * k + c] = at;
-            at += m;
-          }
-        }
-        ev_off_[k] = at;
-        ev_row_.resize(at);
+        cluster_major_starts(ev_cnt_.data(), nt, k, ev_off_.data());
+        ev_row_.resize(ev_off_[k]);
       }
     }
     if (!batched) {

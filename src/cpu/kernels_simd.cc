@@ -209,6 +209,36 @@ std::size_t BlockRows(std::size_t dim) {
   return slivers * kMR;
 }
 
+// One tile row's scores on a panel (d - ||x||^2 = ||c||^2 - 2 x.c, from its accumulators and the
+// panel's norms pn) reduced over the panel's vectors: per lane the smallest and its centroid
+// index (idx: each vector's indices). Strict < keeps the lowest index on ties because indices
+// grow along v and along panels.
+template <std::size_t NV, class D, class V>
+HWY_INLINE void PanelBest(D d, const V (&acc)[NV], const hn::TFromD<D>* pn, const V (&idx)[NV], V minus2, V& best,
+                          V& bidx) {
+  const std::size_t L = hn::Lanes(d);
+  best = hn::MulAdd(acc[0], minus2, hn::Load(d, pn));
+  bidx = idx[0];
+  for (std::size_t v = 1; v < NV; ++v) {
+    const V sv = hn::MulAdd(acc[v], minus2, hn::Load(d, pn + v * L));
+    const auto lt = hn::Lt(sv, best);
+    best = hn::IfThenElse(lt, sv, best);
+    bidx = hn::IfThenElse(lt, idx[v], bidx);
+  }
+}
+
+// A row's label from its running minima and their indices: across lanes the smallest value
+// (into mn), then the smallest index among the lanes holding it; 0 where no lane matches
+// (every score NaN: products overflowed).
+template <class D, class V>
+HWY_INLINE std::int32_t RowLabel(D d, V vmin, V vidx, std::size_t k, V& mn) {
+  using T = hn::TFromD<D>;
+  mn = hn::MinOfLanes(d, vmin);
+  const V cand = hn::IfThenElse(hn::Eq(vmin, mn), vidx, hn::Set(d, std::numeric_limits<T>::infinity()));
+  const T best_idx = hn::GetLane(hn::MinOfLanes(d, cand));
+  return best_idx < static_cast<T>(k) ? static_cast<std::int32_t>(best_idx) : 0;
+}
+
 template <class T, std::size_t NV>
 std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, std::size_t r0,
                        std::size_t r1, std::int32_t* labels, T* dist) {
@@ -251,21 +281,10 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
 #pragma GCC unroll 16
         for (std::size_t i = 0; i < kMR; ++i) {
           if (i >= rows) break;  // (a constant bound, so that acc stays in registers)
-          V best = hn::MulAdd(acc[i][0], minus2, hn::Load(d, norms));
-          V bidx = idx[0];
-          for (std::size_t v = 1; v < NV; ++v) {
-            const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, norms + v * L));
-            const auto lt = hn::Lt(sv, best);
-            best = hn::IfThenElse(lt, sv, best);
-            bidx = hn::IfThenElse(lt, idx[v], bidx);
-          }
+          V best, bidx, mn;
+          PanelBest<NV>(d, acc[i], norms, idx, minus2, best, bidx);
           const auto lt = hn::Lt(best, inf);
-          const V vmin = hn::IfThenElse(lt, best, inf);
-          const V vidx = hn::IfThenElse(lt, bidx, hn::Zero(d));
-          const V mn = hn::MinOfLanes(d, vmin);
-          const V cand = hn::IfThenElse(hn::Eq(vmin, mn), vidx, inf);
-          const T best_idx = hn::GetLane(hn::MinOfLanes(d, cand));
-          const auto label = best_idx < static_cast<T>(k) ? static_cast<std::int32_t>(best_idx) : 0;
+          const auto label = RowLabel(d, hn::IfThenElse(lt, best, inf), hn::IfThenElse(lt, bidx, hn::Zero(d)), k, mn);
           const std::size_t r = rb + s * kMR + i;
           changed += labels[r] != label;
           labels[r] = label;
@@ -290,16 +309,8 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
         DotTile<NV>(xp.get() + s * kMR * dim, dim, panel, acc);
 #pragma GCC unroll 16
         for (std::size_t i = 0; i < kMR; ++i) {
-          // d - ||x||^2 = ||c||^2 - 2 x.c; strict < keeps the lowest index on ties because
-          // indices grow along v and along panels.
-          V best = hn::MulAdd(acc[i][0], minus2, hn::Load(d, pn));
-          V bidx = idx[0];
-          for (std::size_t v = 1; v < NV; ++v) {
-            const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, pn + v * L));
-            const auto lt = hn::Lt(sv, best);
-            best = hn::IfThenElse(lt, sv, best);
-            bidx = hn::IfThenElse(lt, idx[v], bidx);
-          }
+          V best, bidx;
+          PanelBest<NV>(d, acc[i], pn, idx, minus2, best, bidx);
           T* rm = run_min.get() + (s * kMR + i) * L;
           T* ri = run_idx.get() + (s * kMR + i) * L;
           const V old = hn::Load(d, rm);
@@ -310,13 +321,8 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
       }
     }
     for (std::size_t i = 0; i < m; ++i) {
-      // Across lanes: the smallest value, then the smallest index among lanes holding it.
-      const V vmin = hn::Load(d, run_min.get() + i * L);
-      const V mn = hn::MinOfLanes(d, vmin);
-      const V cand = hn::IfThenElse(hn::Eq(vmin, mn), hn::Load(d, run_idx.get() + i * L), inf);
-      // No lane matches only when every score is NaN (products overflowed): label 0 then.
-      const T best_idx = hn::GetLane(hn::MinOfLanes(d, cand));
-      const auto label = best_idx < static_cast<T>(k) ? static_cast<std::int32_t>(best_idx) : 0;
+      V mn;
+      const auto label = RowLabel(d, hn::Load(d, run_min.get() + i * L), hn::Load(d, run_idx.get() + i * L), k, mn);
       const std::size_t r = rb + i;
       changed += labels[r] != label;
       labels[r] = label;
