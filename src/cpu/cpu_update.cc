@@ -377,6 +377,10 @@ void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std
       std::min<std::size_t>(4 * static_cast<std::size_t>(threads_), n / (4 * std::max<std::size_t>(k, 256))), 1, 64);
   const std::size_t per = (n + nt - 1) / nt;
   ev_cnt_.assign(nt * k, 0);
+  // Room for the events before the parallel region, so that nothing in it allocates (an
+  // allocation failure there could not be thrown to the caller).
+  ev_off_.assign(k + 1, 0);
+  ev_row_.reserve(2 * cap);
   std::uint64_t moved[64] = {};
   bool batched = false;
 #pragma omp parallel num_threads(threads_)
@@ -400,8 +404,8 @@ void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std
       for (std::size_t t = 0; t < nt; ++t) total += moved[t];
       batched = total > cap;
       if (!batched) {
-        // Each (task, cluster) count becomes where its events start.
-        ev_off_.assign(k + 1, 0);
+        // Each (task, cluster) count becomes where its events start (2 * moved <= 2 * cap: within
+        // the capacity reserved above).
         cluster_major_starts(ev_cnt_.data(), nt, k, ev_off_.data());
         ev_row_.resize(ev_off_[k]);
       }

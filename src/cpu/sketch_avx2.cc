@@ -2,7 +2,7 @@
 //
 // This file is compiled for the baseline x86-64 CPU like the rest of the library; only the
 // functions marked FLASHKM_AVX2 use AVX2 instructions, and they run only after
-// sketch_avx2_usable() said yes (the AVX2 and AVX3 targets' tables, without VNNI). Highway 1.0
+// sketch_avx2_usable() said yes (the AVX2 target's table). Highway 1.0
 // (Debian's) has no byte dot product, hence the intrinsics: VPMADDUBSW multiplies the rows'
 // biased bytes (unsigned) by a candidate's four features (signed, broadcast) and adds adjacent
 // products into int16 lanes; two quads' such sums are added in int16, which cannot saturate
@@ -74,7 +74,10 @@ FLASHKM_AVX2 void avx2_half(const SketchArgs& g, std::size_t h, std::uint32_t* m
   for (std::size_t t = 0; t < M; ++t) acc[t] = _mm256_setzero_si256();
   const std::uint8_t* q = g.q + h * 32;
   avx2_dots<0, (M < 4 ? M : 4)>(g, q, acc);
-  if constexpr (M > 4) avx2_dots<4, M>(g, q, acc);
+  if constexpr (M > 4) avx2_dots<4, (M < 8 ? M : 8)>(g, q, acc);
+  if constexpr (M > 8) avx2_dots<8, (M < 12 ? M : 12)>(g, q, acc);
+  if constexpr (M > 12) avx2_dots<12, M>(g, q, acc);
+  static_assert(M <= 16, "four passes of at most four candidates");
   const std::size_t r = h * 8;
   const __m256 a = _mm256_loadu_ps(g.a + r), s = _mm256_loadu_ps(g.s + r);
   __m256i bits = _mm256_setzero_si256();
