@@ -213,8 +213,8 @@ class CpuEngine final : public Engine<T> {
                    const double* qsums, const std::int32_t* labels);
   void inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k);
   void inc_apply_clusters(const Chunk<T>& ch, std::size_t k);
-  void inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k, std::size_t a, std::size_t b,
-                      std::size_t moved);
+  bool inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k, std::size_t a, std::size_t b,
+                      std::size_t cap);
   bool inc_degenerate(std::size_t k) const;
   double inc_result(const double* centroids, std::size_t k, double* sums, double* wsums) const;
 

@@ -361,16 +361,34 @@ void CpuEngine<T>::inc_refresh(const double* centroids, std::size_t k, const dou
 // Applies the chunk's moved rows (labels against inc_labels_) to the per-cluster sums. Events
 // are (row << 1) | removal, counting-sorted by cluster in row order; each cluster takes its
 // moves in row order, whoever sorts them, so the bits depend on neither the batching nor the
-// threads. Usually one parallel region counts each task's moves per cluster, places them
-// (cluster by cluster, task by task) and applies them. Where the step moved more rows than
-// max(N/8, 4096) (2 bytes a row of events at most), the rows go in batches of consecutive rows
-// holding at most that many moves (inc_apply_rows).
+// threads. Usually all rows go at once (inc_apply_rows); where the step moved more rows than
+// max(N/8, 4096) (2 bytes a row of events at most), they go in batches of consecutive rows
+// holding at most that many moves.
 template <class T>
 void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k) {
   const std::size_t n = ch.x.rows;
+  const std::size_t cap = std::max<std::size_t>(n_ / 8, 4096);
+  if (inc_apply_rows(ch, labels, k, 0, n, cap)) return;
+  const std::int32_t* lab = labels + ch.first;
+  const std::int32_t* old = inc_labels_.data() + ch.first;
+  for (std::size_t a = 0; a < n;) {
+    std::size_t b = a, batch = 0;
+    for (; b < n && batch < cap; ++b) batch += lab[b] != old[b];
+    if (batch > 0) inc_apply_rows(ch, labels, k, a, b, cap);
+    a = b;
+  }
+}
+
+// inc_apply over rows [a, b) of the chunk, in one parallel region: each task of consecutive rows
+// counts its moves per cluster, they are placed cluster by cluster, task by task
+// (cluster_major_starts), and the clusters apply them. Returns false, having changed nothing,
+// where the rows hold more than cap moves.
+template <class T>
+bool CpuEngine<T>::inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k, std::size_t a,
+                                  std::size_t b, std::size_t cap) {
   const std::int32_t* lab = labels + ch.first;
   std::int32_t* old = inc_labels_.data() + ch.first;
-  const std::size_t cap = std::max<std::size_t>(n_ / 8, 4096);
+  const std::size_t n = b - a;
   // Tasks of consecutive rows, with a count per cluster each: at most 64 tasks and n / 4
   // counters in all (2 bytes a row), one task where K is that large.
   const std::size_t nt = std::clamp<std::size_t>(
@@ -382,14 +400,14 @@ void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std
   ev_off_.assign(k + 1, 0);
   ev_row_.reserve(2 * cap);
   std::uint64_t moved[64] = {};
-  bool batched = false;
+  bool over = false;
 #pragma omp parallel num_threads(threads_)
   {
 #pragma omp for schedule(static)
     for (std::size_t t = 0; t < nt; ++t) {
       std::uint64_t* cnt = ev_cnt_.data() + t * k;
       std::uint64_t m = 0;
-      for (std::size_t i = t * per; i < std::min(n, (t + 1) * per); ++i) {
+      for (std::size_t i = a + t * per; i < std::min(b, a + (t + 1) * per); ++i) {
         if (lab[i] != old[i]) {
           ++cnt[static_cast<std::size_t>(old[i])];
           ++cnt[static_cast<std::size_t>(lab[i])];
@@ -402,19 +420,19 @@ void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std
     {
       std::uint64_t total = 0;
       for (std::size_t t = 0; t < nt; ++t) total += moved[t];
-      batched = total > cap;
-      if (!batched) {
+      over = total > cap;
+      if (!over) {
         // Each (task, cluster) count becomes where its events start (2 * moved <= 2 * cap: within
         // the capacity reserved above).
         cluster_major_starts(ev_cnt_.data(), nt, k, ev_off_.data());
         ev_row_.resize(ev_off_[k]);
       }
     }
-    if (!batched) {
+    if (!over) {
 #pragma omp for schedule(static)
       for (std::size_t t = 0; t < nt; ++t) {
         std::uint64_t* fill = ev_cnt_.data() + t * k;
-        for (std::size_t i = t * per; i < std::min(n, (t + 1) * per); ++i) {
+        for (std::size_t i = a + t * per; i < std::min(b, a + (t + 1) * per); ++i) {
           if (lab[i] != old[i]) {
             ev_row_[fill[static_cast<std::size_t>(old[i])]++] = (static_cast<std::uint64_t>(i) << 1) | 1u;
             ev_row_[fill[static_cast<std::size_t>(lab[i])]++] = static_cast<std::uint64_t>(i) << 1;
@@ -425,40 +443,7 @@ void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std
       inc_apply_clusters(ch, k);
     }
   }
-  if (!batched) return;
-  for (std::size_t a = 0; a < n;) {
-    std::size_t b = a, batch = 0;
-    for (; b < n && batch < cap; ++b) batch += lab[b] != old[b];
-    if (batch > 0) inc_apply_rows(ch, labels, k, a, b, batch);
-    a = b;
-  }
-}
-
-// inc_apply over rows [a, b) of the chunk, which hold `moved` moves (serial sort).
-template <class T>
-void CpuEngine<T>::inc_apply_rows(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k, std::size_t a,
-                                  std::size_t b, std::size_t moved) {
-  const std::int32_t* lab = labels + ch.first;
-  std::int32_t* old = inc_labels_.data() + ch.first;
-  ev_off_.assign(k + 1, 0);
-  for (std::size_t i = a; i < b; ++i) {
-    if (lab[i] != old[i]) {
-      ++ev_off_[static_cast<std::size_t>(old[i]) + 1];
-      ++ev_off_[static_cast<std::size_t>(lab[i]) + 1];
-    }
-  }
-  for (std::size_t c = 0; c < k; ++c) ev_off_[c + 1] += ev_off_[c];
-  ev_row_.resize(2 * moved);
-  std::vector<std::uint64_t> fill(ev_off_.begin(), ev_off_.end() - 1);
-  for (std::size_t i = a; i < b; ++i) {
-    if (lab[i] != old[i]) {
-      ev_row_[fill[static_cast<std::size_t>(old[i])]++] = (static_cast<std::uint64_t>(i) << 1) | 1u;
-      ev_row_[fill[static_cast<std::size_t>(lab[i])]++] = static_cast<std::uint64_t>(i) << 1;
-      old[i] = lab[i];
-    }
-  }
-#pragma omp parallel num_threads(threads_)
-  inc_apply_clusters(ch, k);
+  return !over;
 }
 
 // The events ev_row_ / ev_off_ applied cluster by cluster: a worksharing loop, called inside a
@@ -606,7 +591,7 @@ template void CpuEngine<float>::inc_refresh(const double*, std::size_t, const do
                                          const std::int32_t*);
 template void CpuEngine<float>::inc_apply(const Chunk<float>&, const std::int32_t*, std::size_t);
 template void CpuEngine<float>::inc_apply_clusters(const Chunk<float>&, std::size_t);
-template void CpuEngine<float>::inc_apply_rows(const Chunk<float>&, const std::int32_t*, std::size_t, std::size_t,
+template bool CpuEngine<float>::inc_apply_rows(const Chunk<float>&, const std::int32_t*, std::size_t, std::size_t,
                                             std::size_t, std::size_t);
 template bool CpuEngine<float>::inc_degenerate(std::size_t) const;
 template double CpuEngine<float>::inc_result(const double*, std::size_t, double*, double*) const;
@@ -627,7 +612,7 @@ template void CpuEngine<double>::inc_refresh(const double*, std::size_t, const d
                                          const std::int32_t*);
 template void CpuEngine<double>::inc_apply(const Chunk<double>&, const std::int32_t*, std::size_t);
 template void CpuEngine<double>::inc_apply_clusters(const Chunk<double>&, std::size_t);
-template void CpuEngine<double>::inc_apply_rows(const Chunk<double>&, const std::int32_t*, std::size_t, std::size_t,
+template bool CpuEngine<double>::inc_apply_rows(const Chunk<double>&, const std::int32_t*, std::size_t, std::size_t,
                                             std::size_t, std::size_t);
 template bool CpuEngine<double>::inc_degenerate(std::size_t) const;
 template double CpuEngine<double>::inc_result(const double*, std::size_t, double*, double*) const;
