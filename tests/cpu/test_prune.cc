@@ -473,7 +473,7 @@ TEST(Prune, BFloat16Input) {
 template <class T>
 std::vector<double> incremental_against_full(std::size_t n, std::size_t d, std::size_t k, double offset,
                                              bool weighted, int threads, int* incremental_steps,
-                                             bool streamed = false) {
+                                             bool streamed = false, std::vector<std::string>* paths = nullptr) {
   const auto X = blobs<T>(n, d, k, 5, 6.0, offset);
   std::vector<double> w;
   if (weighted) {
@@ -512,6 +512,7 @@ std::vector<double> incremental_against_full(std::size_t n, std::size_t d, std::
     std::size_t changed = 0;
     const double inertia = engine->assign_update(cc.data(), k, labels.data(), dist.data(), sums.data(), ws.data(), &changed);
     const std::string path = engine->update_path();
+    if (paths != nullptr) paths->push_back(path);
     const bool inc = path.find("+incremental") != std::string::npos;
     *incremental_steps += inc;
     const double ref = full->update(labels.data(), cc.data(), k, rs.data(), rw.data());
@@ -569,6 +570,41 @@ TYPED_TEST(PruneTest, IncrementalUpdateMatchesFull) {
     EXPECT_GE(inc1, 10);
     EXPECT_EQ(inc1, inc3);
     EXPECT_TRUE(same_bits(one, three)) << "thread count changed the bits";
+  }
+}
+
+// A step that moved more rows than the engine's cap applies them in batches of consecutive rows
+// (inc_apply); each cluster still takes its moves in row order, so the bits are the common
+// path's. FLASHKM_PRUNE_MOVE_CAP lowers the cap (max(N/8, 4096) by default, above every move
+// count here) to one, so that every step moving two rows or more goes in batches (step 20, whose
+// cluster empties, at least); in memory and streamed, fused (small K) and grouped, 1 to 3 threads.
+TEST(Prune, IncrementalUpdateBatchedBitwise) {
+  struct Case {
+    std::size_t n, d, k;
+    bool streamed;
+    int threads;
+  };
+  const std::size_t nd = 1000;
+  const std::size_t ns = 2 * row_source_granule(nd, sizeof(float)) + 77;
+  for (const Case& cs : {Case{5000, 12, 7, false, 3}, Case{5000, 12, 200, false, 1}, Case{4003, 1, 3, false, 3},
+                         Case{ns, nd, 40, true, 2}}) {
+    SCOPED_TRACE(::testing::Message() << cs.n << " x " << cs.d << " x " << cs.k << (cs.streamed ? ", streamed" : "")
+                                      << ", " << cs.threads << " threads");
+    int inc_common = 0, inc_batched = 0;
+    std::vector<std::string> common_paths, batched_paths;
+    const auto common = incremental_against_full<float>(cs.n, cs.d, cs.k, 30.0, true, cs.threads, &inc_common,
+                                                        cs.streamed, &common_paths);
+    ASSERT_EQ(setenv("FLASHKM_PRUNE_MOVE_CAP", "1", 1), 0);
+    const auto batched = incremental_against_full<float>(cs.n, cs.d, cs.k, 30.0, true, cs.threads, &inc_batched,
+                                                         cs.streamed, &batched_paths);
+    unsetenv("FLASHKM_PRUNE_MOVE_CAP");
+    int batched_steps = 0;
+    for (const auto& p : common_paths) EXPECT_EQ(p.find("+batched"), std::string::npos) << p;
+    for (const auto& p : batched_paths) batched_steps += p.find("+batched") != std::string::npos;
+    EXPECT_GE(inc_common, 10);
+    EXPECT_EQ(inc_common, inc_batched);
+    EXPECT_GE(batched_steps, 1) << "the cap did not send steps through the batches";
+    EXPECT_TRUE(same_bits(common, batched)) << "the batches changed the bits";
   }
 }
 
