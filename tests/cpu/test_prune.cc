@@ -587,7 +587,7 @@ TEST(Prune, IncrementalUpdateBatchedBitwise) {
   const std::size_t nd = 1000;
   const std::size_t ns = 2 * row_source_granule(nd, sizeof(float)) + 77;
   for (const Case& cs : {Case{5000, 12, 7, false, 3}, Case{5000, 12, 200, false, 1}, Case{4003, 1, 3, false, 3},
-                         Case{ns, nd, 40, true, 2}}) {
+                         Case{ns, nd, 6, true, 2}}) {
     SCOPED_TRACE(::testing::Message() << cs.n << " x " << cs.d << " x " << cs.k << (cs.streamed ? ", streamed" : "")
                                       << ", " << cs.threads << " threads");
     int inc_common = 0, inc_batched = 0;
