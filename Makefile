@@ -35,9 +35,9 @@ test-release: build
 # PruneTests with per-centroid bounds forced (the same code paths as the PruneTests' own wide
 # shapes and Prune.PairFilterScoresFewerDistances) and k-means||'s quality on Fashion-MNIST (a
 # numerical check over code the other seeding tests run).
-# The sanitizer builds compile the SIMD kernels for the Highway targets this machine runs:
-# without AVX-512 (F, BW, DQ, VL), not for AVX3, whose code their tests could not reach; the
-# release build and its tests cover every target.
+# The sanitizer builds leave out Highway's AVX3 target where this machine lacks AVX-512 (F, BW,
+# DQ, VL): their tests could not run its code. The release build compiles every target, and its
+# tests run each one this machine supports (on a CPU without AVX-512, no stage runs AVX3).
 ASAN_SKIP := ^(prune\.PerCentroidBounds\.EveryPruneTest|seeding\.ParallelInit\.QualityOnFashionMnist)$$
 HOST_AVX3 := $(shell grep -m1 -w avx512f /proc/cpuinfo | grep -w avx512bw | grep -w avx512dq | grep -qw avx512vl && echo yes)
 SAN_TARGETS := -DFLASHKM_HWY_DISABLED_TARGETS='HWY_SSSE3$(if $(HOST_AVX3),,|HWY_AVX3)'

@@ -366,14 +366,15 @@ void CpuEngine<T>::inc_refresh(const double* centroids, std::size_t k, const dou
 // threads. Usually all rows go at once (inc_apply_rows); where the step moved more rows than
 // max(N/8, 4096) (2 bytes a row of events at most), they go in batches of consecutive rows
 // holding at most that many moves (path "...+incremental+batched"). FLASHKM_PRUNE_MOVE_CAP=m
-// sets that cap to m >= 1 instead, so tests can pin the batches' bits to the common path's.
+// (an integer >= 1) lowers that cap to m, so tests can pin the batches' bits to the common path's.
 template <class T>
 void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k) {
   const std::size_t n = ch.x.rows;
   std::size_t cap = std::max<std::size_t>(n_ / 8, 4096);
   if (const char* env = std::getenv("FLASHKM_PRUNE_MOVE_CAP")) {
-    const long long m = std::atoll(env);
-    if (m >= 1) cap = static_cast<std::size_t>(m);
+    char* end = nullptr;
+    const unsigned long long m = std::strtoull(env, &end, 10);
+    if (end != env && *end == '\0' && m >= 1 && env[0] != '-') cap = std::min<std::size_t>(cap, m);
   }
   if (inc_apply_rows(ch, labels, k, 0, n, cap)) return;
   path_ = std::strncmp(path_, "fused", 5) == 0 ? "fused+incremental+batched" : "grouped+incremental+batched";
