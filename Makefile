@@ -68,9 +68,9 @@ $(VENV)/bin/python: | deps
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 
+PIP_PREBUILT := -C build-dir=$(BUILD)/python-prebuilt -C cmake.define.FLASHKM_PREBUILT_DIR=$(CURDIR)/$(BUILD)/release
 test-python: build $(VENV)/bin/python
-	$(VENV)/bin/pip install -q ".[test]" -C build-dir=$(BUILD)/python-prebuilt \
-	  -C cmake.define.FLASHKM_PREBUILT_DIR=$(CURDIR)/$(BUILD)/release
+	$(VENV)/bin/pip install -q ".[test]" $(PIP_PREBUILT)
 	cd $(BUILD) && venv/bin/python -m pytest -q ../python/tests
 
 # A portable (manylinux) wheel in build/wheel/dist: pip builds it without MPI (a wheel must not
@@ -108,9 +108,10 @@ bench: build
 	$(BUILD)/release/bench/bench_memory 1000000 128 256 5
 
 # The peer libraries bench/bench_prune.py and bench/bench_fit.py time flashkm against, from PyPI,
-# with flashkm itself, into the same environment (not needed by the tests).
-bench-deps: $(VENV)/bin/python
-	$(VENV)/bin/pip install -q ".[test]" scikit-learn scikit-learn-intelex faiss-cpu threadpoolctl
+# with flashkm itself (built as test-python builds it, over build/release), into the same
+# environment (not needed by the tests).
+bench-deps: build $(VENV)/bin/python
+	$(VENV)/bin/pip install -q ".[test]" scikit-learn scikit-learn-intelex faiss-cpu threadpoolctl $(PIP_PREBUILT)
 
 clean:
 	rm -rf $(BUILD)
