@@ -39,6 +39,16 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   bounded_iters_ = 0;
   judge_.reset(AutoPrune::break_even_for(dim_));
   auto_prune_ = prune == Prune::kAuto;
+  {
+    // FLASHKM_PRUNE_MOVE_CAP=m (an integer >= 1): the incremental update's moves per parallel
+    // pass lowered to at most m (inc_apply), so tests can pin the batches' bits.
+    inc_move_cap_ = 0;
+    if (const char* env = std::getenv("FLASHKM_PRUNE_MOVE_CAP")) {
+      char* end = nullptr;
+      const unsigned long long m = std::strtoull(env, &end, 10);
+      if (end != env && *end == '\0' && env[0] != '-') inc_move_cap_ = static_cast<std::size_t>(m);
+    }
+  }
   if (prune == Prune::kOff || k == 0) return false;
   // Groups of whole panels: one panel each (Yinyang's K/10 centroids per group is about one
   // panel at the K where grouping pays), fewer and larger groups where their float lower bounds

@@ -336,6 +336,7 @@ class CpuEngine final : public Engine<T> {
   std::size_t inc_k_ = 0;
   int inc_steps_ = 0;               // incremental steps since the last full update
   std::size_t inc_last_moved_ = 0;  // labels changed by the last assign_update
+  std::size_t inc_move_cap_ = 0;    // FLASHKM_PRUNE_MOVE_CAP, read by begin_run (0: none)
   std::vector<std::int32_t> inc_labels_;
   std::vector<double> inc_s_, inc_u_, inc_r_, inc_q_, inc_w_;  // S, U, Q, W: values, then their errors
   std::vector<std::uint64_t> inc_n_;

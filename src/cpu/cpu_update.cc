@@ -7,8 +7,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <string>
 
@@ -365,19 +363,15 @@ void CpuEngine<T>::inc_refresh(const double* centroids, std::size_t k, const dou
 // moves in row order, whoever sorts them, so the bits depend on neither the batching nor the
 // threads. Usually all rows go at once (inc_apply_rows); where the step moved more rows than
 // max(N/8, 4096) (2 bytes a row of events at most), they go in batches of consecutive rows
-// holding at most that many moves (path "...+incremental+batched"). FLASHKM_PRUNE_MOVE_CAP=m
-// (an integer >= 1) lowers that cap to m, so tests can pin the batches' bits to the common path's.
+// holding at most that many moves (path "...+incremental+batched"). FLASHKM_PRUNE_MOVE_CAP
+// (inc_move_cap_, read by begin_run) lowers that cap, so tests can pin the batches' bits.
 template <class T>
 void CpuEngine<T>::inc_apply(const Chunk<T>& ch, const std::int32_t* labels, std::size_t k) {
   const std::size_t n = ch.x.rows;
   std::size_t cap = std::max<std::size_t>(n_ / 8, 4096);
-  if (const char* env = std::getenv("FLASHKM_PRUNE_MOVE_CAP")) {
-    char* end = nullptr;
-    const unsigned long long m = std::strtoull(env, &end, 10);
-    if (end != env && *end == '\0' && m >= 1 && env[0] != '-') cap = std::min<std::size_t>(cap, m);
-  }
+  if (inc_move_cap_ > 0) cap = std::min(cap, inc_move_cap_);
   if (inc_apply_rows(ch, labels, k, 0, n, cap)) return;
-  path_ = std::strncmp(path_, "fused", 5) == 0 ? "fused+incremental+batched" : "grouped+incremental+batched";
+  path_ = fused_fits(k) ? "fused+incremental+batched" : "grouped+incremental+batched";
   const std::int32_t* lab = labels + ch.first;
   const std::int32_t* old = inc_labels_.data() + ch.first;
   for (std::size_t a = 0; a < n;) {
