@@ -140,9 +140,9 @@ void Shapes(benchmark::internal::Benchmark* b) {
   b->Args({100000, 128, 1024})->Args({1000000, 32, 256})->Args({200000, 768, 256})->Args({70000, 784, 10});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
-BENCHMARK(Assign)->Name("assign")->Apply(Shapes);
+BENCHMARK(Assign)->Name("assign")->Apply(Shapes)->Args({50000, 16, 16});
 BENCHMARK(Update)->Name("update")->Apply(Shapes)->Args({1000000, 128, 1024});
-BENCHMARK(Iteration)->Name("iteration")->Apply(Shapes);
+BENCHMARK(Iteration)->Name("iteration")->Apply(Shapes)->Args({50000, 16, 16});
 
 }  // namespace
 

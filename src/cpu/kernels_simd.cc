@@ -210,16 +210,16 @@ std::size_t BlockRows(std::size_t dim) {
 }
 
 // One tile row's scores on a panel (d - ||x||^2 = ||c||^2 - 2 x.c, from its accumulators and the
-// panel's norms pn) reduced over the panel's vectors: per lane the smallest and its centroid
-// index (idx: each vector's indices). Strict < keeps the lowest index on ties because indices
-// grow along v and along panels.
+// panel's norms pn) merged into its per-lane running minima and their centroid indices (best,
+// bidx; idx: each vector's indices): a score replaces the minimum only where strictly smaller,
+// so a NaN score never does (it would otherwise hide the next vectors' scores in its lane), and
+// the lowest index stays on ties because indices grow along v and along panels. Per lane, the
+// reference's rule (start at +inf and index 0, take strictly smaller scores).
 template <std::size_t NV, class D, class V>
 HWY_INLINE void PanelBest(D d, const V (&acc)[NV], const hn::TFromD<D>* pn, const V (&idx)[NV], V minus2, V& best,
                           V& bidx) {
   const std::size_t L = hn::Lanes(d);
-  best = hn::MulAdd(acc[0], minus2, hn::Load(d, pn));
-  bidx = idx[0];
-  for (std::size_t v = 1; v < NV; ++v) {
+  for (std::size_t v = 0; v < NV; ++v) {
     const V sv = hn::MulAdd(acc[v], minus2, hn::Load(d, pn + v * L));
     const auto lt = hn::Lt(sv, best);
     best = hn::IfThenElse(lt, sv, best);
@@ -237,6 +237,126 @@ HWY_INLINE std::int32_t RowLabel(D d, V vmin, V vidx, std::size_t k, V& mn) {
   const V cand = hn::IfThenElse(hn::Eq(vmin, mn), vidx, hn::Set(d, std::numeric_limits<T>::infinity()));
   const T best_idx = hn::GetLane(hn::MinOfLanes(d, cand));
   return best_idx < static_cast<T>(k) ? static_cast<std::int32_t>(best_idx) : 0;
+}
+
+// Whether RowMins below serves T's vectors on this target: 128- and 256-bit vectors (SSE4, AVX2,
+// EMU128); AVX-512 and HWY_SCALAR finish rows one at a time (RowLabel).
+#if HWY_TARGET == HWY_SCALAR
+template <class T>
+constexpr bool kRowTree = false;
+#else
+template <class T>
+constexpr bool kRowTree = hn::MaxLanes(Tag<T>()) >= 2 &&
+                          (hn::MaxLanes(Tag<T>()) * sizeof(T) == 16 || hn::MaxLanes(Tag<T>()) * sizeof(T) == 32);
+#endif
+
+// L rows' minima at once (L lanes a vector, kRowTree): lane r of the result is the smallest lane
+// of v[r] (v is overwritten). A tree of shuffles and vertical minima instead of L horizontal
+// reductions: pairs of rows interleaved within 128-bit blocks (T lanes, then 64-bit lanes), then
+// the two halves of 256-bit vectors. The minimum of values with no NaN does not depend on the
+// order they meet in, so each lane is MinOfLanes of its row (a zero's sign aside, which the
+// callers' max(0, ||x||^2 + min) does not see).
+#if HWY_TARGET != HWY_SCALAR
+template <class D, class V>
+HWY_INLINE V RowMins(D d, V* v) {
+  using T = hn::TFromD<D>;
+  constexpr std::size_t L = hn::MaxLanes(D());
+  std::size_t n = L;
+  if constexpr (sizeof(T) == 4) {
+    // [a0 a1 a2 a3], [b0 b1 b2 b3] -> [min(a0, a2) min(b0, b2) min(a1, a3) min(b1, b3)] a block.
+    for (std::size_t i = 0; i < n / 2; ++i) {
+      v[i] = hn::Min(hn::InterleaveLower(d, v[2 * i], v[2 * i + 1]), hn::InterleaveUpper(d, v[2 * i], v[2 * i + 1]));
+    }
+    n /= 2;
+  }
+  // The same on 64-bit lanes: each block then holds one partial minimum of each of its rows.
+  const hn::Repartition<std::uint64_t, D> d64;
+  for (std::size_t i = 0; i < n / 2; ++i) {
+    const auto a = hn::BitCast(d64, v[2 * i]), b = hn::BitCast(d64, v[2 * i + 1]);
+    v[i] = hn::Min(hn::BitCast(d, hn::InterleaveLower(d64, a, b)), hn::BitCast(d, hn::InterleaveUpper(d64, a, b)));
+  }
+  n /= 2;
+  if constexpr (L * sizeof(T) == 32) {
+    // Two 256-bit vectors of partial minima: the lower halves against the upper halves.
+    v[0] = hn::Min(hn::ConcatLowerLower(d, v[1], v[0]), hn::ConcatUpperUpper(d, v[1], v[0]));
+  }
+  return v[0];
+}
+#endif
+
+// AssignRows' last step for rows [0, m) of a block: each row's per-lane running minima and
+// their indices (run_min, run_idx: L values a row, no NaN among the minima) to its label (the
+// lowest index among the lanes holding the smallest value, RowLabel's rule) and distance.
+// Returns the labels changed. L rows at a time by RowMins where kRowTree, else row by row:
+// the same labels and distances either way.
+template <class T>
+HWY_INLINE std::size_t FinishRows(const T* run_min, const T* run_idx, std::size_t m, std::size_t k, const T* xnorm,
+                                  std::int32_t* labels, T* dist) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  std::size_t changed = 0, i = 0;
+  if constexpr (kRowTree<T>) {
+    constexpr std::size_t kL = hn::MaxLanes(Tag<T>());
+    const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+    HWY_ALIGN T mn[kL];
+    HWY_ALIGN T best[kL];
+    for (; i + kL <= m; i += kL) {
+      V t[kL];
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < kL; ++r) t[r] = hn::Load(d, run_min + (i + r) * L);
+#if HWY_TARGET != HWY_SCALAR
+      hn::Store(RowMins(d, t), d, mn);
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < kL; ++r) {
+        const V vr = hn::Load(d, run_min + (i + r) * L);
+        t[r] = hn::IfThenElse(hn::Eq(vr, hn::Set(d, mn[r])), hn::Load(d, run_idx + (i + r) * L), inf);
+      }
+      hn::Store(RowMins(d, t), d, best);
+#endif
+      for (std::size_t r = 0; r < kL; ++r) {
+        const std::int32_t label = best[r] < static_cast<T>(k) ? static_cast<std::int32_t>(best[r]) : 0;
+        changed += labels[i + r] != label;
+        labels[i + r] = label;
+        dist[i + r] = std::max(T(0), xnorm[i + r] + mn[r]);
+      }
+    }
+  }
+  for (; i < m; ++i) {
+    V mn;
+    const auto label = RowLabel(d, hn::Load(d, run_min + i * L), hn::Load(d, run_idx + i * L), k, mn);
+    changed += labels[i] != label;
+    labels[i] = label;
+    dist[i] = std::max(T(0), xnorm[i] + hn::GetLane(mn));
+  }
+  return changed;
+}
+
+// One sliver of AssignRows' one-panel path: its rows' per-lane minima over the panel and their
+// indices (NaN scores as +inf at index 0, as the running minima below start) into run_min and
+// run_idx. A function of its own, so that the dot loop's registers hold the tile alone (inlined
+// into AssignRows, GCC 12 spilled an accumulator in it on AVX2).
+template <class T, std::size_t NV>
+HWY_NOINLINE void OnePanelSliver(const T* xp, std::size_t dim, const T* packed, const T* norms, std::size_t rows,
+                                 T* run_min, T* run_idx) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  V acc[kMR][NV];
+  DotTile<NV>(xp, dim, packed, acc);
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  const V minus2 = hn::Set(d, T(-2));
+  V idx[NV];
+#pragma GCC unroll 16
+  for (std::size_t v = 0; v < NV; ++v) idx[v] = hn::Iota(d, static_cast<T>(v * L));
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < kMR; ++i) {
+    if (i >= rows) break;  // (a constant bound, so that acc stays in registers)
+    V best = inf, bidx = hn::Zero(d);
+    PanelBest<NV>(d, acc[i], norms, idx, minus2, best, bidx);
+    hn::Store(best, d, run_min + i * L);
+    hn::Store(bidx, d, run_idx + i * L);
+  }
 }
 
 template <class T, std::size_t NV>
@@ -269,27 +389,21 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
                  xnorm.get() + s * kMR);
     }
     if (npanels == 1) {
-      // One panel (K <= nr): each row is finished from its tile's registers, with the same
-      // operations as below (the running minimum starts at +inf and index 0), without the
-      // running minima's round trip through memory.
-      V idx[NV];
-      for (std::size_t v = 0; v < NV; ++v) idx[v] = hn::Iota(d, static_cast<T>(v * L));
-      for (std::size_t s = 0; s < nsl; ++s) {
-        V acc[kMR][NV];
-        DotTile<NV>(xp.get() + s * kMR * dim, dim, packed, acc);
-        const std::size_t rows = std::min(kMR, m - s * kMR);
-#pragma GCC unroll 16
-        for (std::size_t i = 0; i < kMR; ++i) {
-          if (i >= rows) break;  // (a constant bound, so that acc stays in registers)
-          V best, bidx, mn;
-          PanelBest<NV>(d, acc[i], norms, idx, minus2, best, bidx);
-          const auto lt = hn::Lt(best, inf);
-          const auto label = RowLabel(d, hn::IfThenElse(lt, best, inf), hn::IfThenElse(lt, bidx, hn::Zero(d)), k, mn);
-          const std::size_t r = rb + s * kMR + i;
-          changed += labels[r] != label;
-          labels[r] = label;
-          dist[r] = std::max(T(0), xnorm[s * kMR + i] + hn::GetLane(mn));
+      // One panel (K <= nr): each row's lanes are reduced over the panel from its tile's
+      // registers (no running minima to merge), with the same operations as below (the running
+      // minimum starts at +inf and index 0), then kOneChunk rows are finished together from a
+      // buffer on the stack (L1-resident; the block's run_min is not touched).
+      constexpr std::size_t kOneChunk = 48;  // a multiple of kMR and of L on every target
+      static_assert(kOneChunk % kMR == 0, "chunks of whole slivers");
+      HWY_ALIGN T cmin[kOneChunk * hn::MaxLanes(Tag<T>())];
+      HWY_ALIGN T cidx[kOneChunk * hn::MaxLanes(Tag<T>())];
+      for (std::size_t c0 = 0; c0 < m; c0 += kOneChunk) {
+        const std::size_t rows = std::min(kOneChunk, m - c0);
+        for (std::size_t q = 0; q < rows; q += kMR) {
+          OnePanelSliver<T, NV>(xp.get() + (c0 + q) * dim, dim, packed, norms, std::min(kMR, rows - q), cmin + q * L,
+                                cidx + q * L);
         }
+        changed += FinishRows(cmin, cidx, rows, k, xnorm.get() + c0, labels + rb + c0, dist + rb + c0);
       }
       continue;
     }
@@ -309,25 +423,16 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
         DotTile<NV>(xp.get() + s * kMR * dim, dim, panel, acc);
 #pragma GCC unroll 16
         for (std::size_t i = 0; i < kMR; ++i) {
-          V best, bidx;
-          PanelBest<NV>(d, acc[i], pn, idx, minus2, best, bidx);
           T* rm = run_min.get() + (s * kMR + i) * L;
           T* ri = run_idx.get() + (s * kMR + i) * L;
-          const V old = hn::Load(d, rm);
-          const auto lt = hn::Lt(best, old);
-          hn::Store(hn::IfThenElse(lt, best, old), d, rm);
-          hn::Store(hn::IfThenElse(lt, bidx, hn::Load(d, ri)), d, ri);
+          V best = hn::Load(d, rm), bidx = hn::Load(d, ri);
+          PanelBest<NV>(d, acc[i], pn, idx, minus2, best, bidx);
+          hn::Store(best, d, rm);
+          hn::Store(bidx, d, ri);
         }
       }
     }
-    for (std::size_t i = 0; i < m; ++i) {
-      V mn;
-      const auto label = RowLabel(d, hn::Load(d, run_min.get() + i * L), hn::Load(d, run_idx.get() + i * L), k, mn);
-      const std::size_t r = rb + i;
-      changed += labels[r] != label;
-      labels[r] = label;
-      dist[r] = std::max(T(0), xnorm[i] + hn::GetLane(mn));
-    }
+    changed += FinishRows(run_min.get(), run_idx.get(), m, k, xnorm.get(), labels + rb, dist + rb);
   }
   return changed;
 }

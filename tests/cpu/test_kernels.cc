@@ -398,6 +398,56 @@ TYPED_TEST(KernelTest, GroupMinNeverTakesNaN) {
   }
 }
 
+// assign_rows with scores that are not finite, on every target and panel, against the reference:
+// infinite features in some rows and centroids make scores +inf, -inf and NaN (inf - inf,
+// 0 x inf), which are the same whatever the order of the arithmetic (the finite scores are small
+// integers, exact). NaN never wins; a row with no score below +inf gets index 0. Enough rows for
+// the one-panel path's chunks and their tails (rows finished several at a time), K in one panel
+// and in several; labels and distances bitwise the reference's.
+TYPED_TEST(KernelTest, AssignRowsWithInfiniteScoresMatchesReference) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity();
+  const auto& ref = detail::reference_table<T>().wide;
+  const std::size_t d = 5, n = 203;
+  std::mt19937_64 rng(42);
+  std::uniform_int_distribution<int> small(-4, 4), pick(0, 9);
+  std::vector<T> raw(n * d), shift(d, T(0));
+  for (std::size_t i = 0; i < n; ++i) {
+    const int kind = pick(rng);  // 1 in 10 rows +inf in one feature, 1 in 10 -inf in one
+    for (std::size_t j = 0; j < d; ++j) {
+      raw[i * d + j] = kind == 0 && j == 1 ? inf : kind == 1 && j == 3 ? -inf : static_cast<T>(small(rng));
+    }
+  }
+  const PointsRef<T> pts{raw.data(), d, d, shift.data()};
+  std::size_t nonfinite = 0;
+  for (const auto* tab : detail::kernel_tables<T>()) {
+    for (const auto* table : {&tab->wide, &tab->narrow}) {
+      const std::size_t nr = table->nr;
+      for (std::size_t k : {std::size_t{1}, std::size_t{3}, nr, 2 * nr + 1}) {
+        SCOPED_TRACE(::testing::Message() << tab->name << " nr=" << nr << " k=" << k);
+        std::vector<double> c(k * d);
+        for (std::size_t i = 0; i < k * d; ++i) c[i] = static_cast<double>(small(rng));
+        // Centroid 0 +inf in one feature; where there are three or more, the last -inf in one.
+        c[2] = std::numeric_limits<double>::infinity();
+        if (k >= 3) c[(k - 1) * d + 4] = -std::numeric_limits<double>::infinity();
+        Packed<T> pr(ref, c, k, d), pt(*table, c, k, d);
+        std::vector<std::int32_t> lr(n, -1), lt(n, -1);
+        std::vector<T> dr(n), dt(n);
+        ref.assign_rows(pts, pr.data, k, 0, n, lr.data(), dr.data());
+        EXPECT_EQ(table->assign_rows(pts, pt.data, k, 0, n, lt.data(), dt.data()), n);
+        EXPECT_EQ(lt, lr);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_GE(lt[i], 0);
+          ASSERT_LT(static_cast<std::size_t>(lt[i]), k);
+          ASSERT_EQ(std::memcmp(&dt[i], &dr[i], sizeof(T)), 0) << "row " << i << ": " << dt[i] << " against " << dr[i];
+          nonfinite += !std::isfinite(dr[i]);
+        }
+      }
+    }
+  }
+  EXPECT_GT(nonfinite, 0u);  // the data reached the cases it is for
+}
+
 // Random real-valued data: labels agree with the reference except at genuine near-ties.
 TYPED_TEST(KernelTest, AssignOnRealDataMatchesReferenceUpToTies) {
   using T = TypeParam;
