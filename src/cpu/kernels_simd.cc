@@ -519,13 +519,115 @@ HWY_INLINE void OnePanelResult(V (&acc)[kMR][NV], const T* packed, const T* ids,
         break;
       }
     }
-    V rest = sv[0];
+    // The others' smallest, NaN never taken (as FinishGroupRows).
+    V rest = inf;
 #pragma GCC unroll 16
-    for (std::size_t v = 1; v < NV; ++v) rest = hn::Min(rest, sv[v]);
+    for (std::size_t v = 0; v < NV; ++v) rest = hn::IfThenElse(hn::Lt(sv[v], rest), sv[v], rest);
     min1[i] = hn::GetLane(mn);
     const T bi = ids[p * nr + pos];
     idx1[i] = bi < static_cast<T>(k) ? static_cast<std::int32_t>(bi) : static_cast<std::int32_t>(ids[c0]);
     min2[i] = hn::GetLane(hn::MinOfLanes(d, rest));
+  }
+}
+
+// group_min's one-panel groups where kRowTree: a sliver's scores on the panel (the same
+// arithmetic as OnePanelResult) into sb (NV vectors a row) and, where asked for, scores. A
+// function of its own so that the dot loop's registers hold the tile alone.
+template <class T, std::size_t NV>
+HWY_NOINLINE void GroupSliverScores(const T* const* xr, std::size_t dim, const T* panel, const T* pnorms,
+                                    std::size_t rows, T* sb, T* scores, std::size_t lds) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  V acc[kMR][NV];
+  DotTileRows<NV>(xr, dim, panel, acc);
+  const V minus2 = hn::Set(d, T(-2));
+#pragma GCC unroll 16
+  for (std::size_t i = 0; i < kMR; ++i) {
+    if (i >= rows) break;
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < NV; ++v) {
+      const V sv = hn::MulAdd(acc[i][v], minus2, hn::Load(d, pnorms + v * L));
+      hn::Store(sv, d, sb + (i * NV + v) * L);
+      if (scores != nullptr) hn::StoreU(sv, d, scores + i * lds + v * L);
+    }
+  }
+}
+
+// OnePanelResult's results for rows [0, rows) from their scores in sb (NV vectors a row), L rows
+// at a time by RowMins where kRowTree (the rest row by row): min1 the smallest score (NaN never
+// taken; +inf if none), idx1 the id of its first lane (ids of the panel's positions; ids[c0]
+// where no score is below +inf or the lane is padding), min2 the smallest of the other lanes,
+// NaN never taken. Each value is an exact minimum, so the results are OnePanelResult's.
+template <class T, std::size_t NV>
+HWY_INLINE void FinishGroupRows(const T* sb, std::size_t rows, const T* pids, T first_id, std::size_t k, T* min1,
+                                std::int32_t* idx1, T* min2) {
+  using V = hn::Vec<Tag<T>>;
+  const Tag<T> d;
+  const std::size_t L = hn::Lanes(d);
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  const V iota = hn::Iota(d, T(0));
+  // The row's first lane holding mn (pos; 0 where mn is +inf), and the smallest score of its
+  // other lanes.
+  auto row_rest = [&](const T* row, T mn, std::size_t& pos) {
+    pos = 0;
+    std::size_t vmask = NV;  // the vector whose lane pos is left out (none)
+    if (mn < std::numeric_limits<T>::infinity()) {
+      const V vm = hn::Set(d, mn);
+      for (std::size_t v = 0; v < NV; ++v) {
+        const intptr_t f = hn::FindFirstTrue(d, hn::Eq(hn::Load(d, row + v * L), vm));
+        if (f >= 0) {
+          pos = v * L + static_cast<std::size_t>(f);
+          vmask = v;
+          break;
+        }
+      }
+    }
+    V rest = inf;
+    for (std::size_t v = 0; v < NV; ++v) {
+      V sv = hn::Load(d, row + v * L);
+      if (v == vmask) sv = hn::IfThenElse(hn::Eq(iota, hn::Set(d, static_cast<T>(pos - v * L))), inf, sv);
+      rest = hn::IfThenElse(hn::Lt(sv, rest), sv, rest);
+    }
+    return rest;
+  };
+  auto row_lo = [&](const T* row) {
+    V lo = inf;
+    for (std::size_t v = 0; v < NV; ++v) {
+      const V sv = hn::Load(d, row + v * L);
+      lo = hn::IfThenElse(hn::Lt(sv, lo), sv, lo);
+    }
+    return lo;
+  };
+  auto put = [&](std::size_t q, T mn, std::size_t pos, T m2) {
+    min1[q] = mn;
+    const T bi = pids[pos];
+    idx1[q] = bi < static_cast<T>(k) ? static_cast<std::int32_t>(bi) : static_cast<std::int32_t>(first_id);
+    min2[q] = m2;
+  };
+  std::size_t q = 0;
+  if constexpr (kRowTree<T>) {
+#if HWY_TARGET != HWY_SCALAR
+    constexpr std::size_t kL = hn::MaxLanes(Tag<T>());
+    HWY_ALIGN T mn[kL];
+    HWY_ALIGN T m2[kL];
+    std::size_t pos[kL];
+    for (; q + kL <= rows; q += kL) {
+      V t[kL];
+      for (std::size_t r = 0; r < kL; ++r) t[r] = row_lo(sb + (q + r) * NV * L);
+      hn::Store(RowMins(d, t), d, mn);
+      for (std::size_t r = 0; r < kL; ++r) t[r] = row_rest(sb + (q + r) * NV * L, mn[r], pos[r]);
+      hn::Store(RowMins(d, t), d, m2);
+      for (std::size_t r = 0; r < kL; ++r) put(q + r, mn[r], pos[r], m2[r]);
+    }
+#endif
+  }
+  for (; q < rows; ++q) {
+    const T* row = sb + q * NV * L;
+    const T mn = hn::GetLane(hn::MinOfLanes(d, row_lo(row)));
+    std::size_t pos = 0;
+    const V rest = row_rest(row, mn, pos);
+    put(q, mn, pos, hn::GetLane(hn::MinOfLanes(d, rest)));
   }
 }
 
@@ -665,6 +767,25 @@ void GroupMin(const T* const* xr, std::size_t dim, const T* packed, const T* ids
         OnePanelResult<T, NV>(acc, packed, ids, k, c0, std::min(kMR, m - s0), npanels * nr * dim, min1 + s0,
                               idx1 + s0, min2 + s0, scores != nullptr ? scores + s0 * lds : nullptr, lds);
       }
+    }
+    return;
+  }
+  if (kRowTree<T> && (c1 + nr - 1) / nr == c0 / nr + 1) {
+    // One panel: kOneChunk rows' scores at a time into an L1 buffer, then their results L rows
+    // at a time (FinishGroupRows) instead of horizontal reductions row by row.
+    constexpr std::size_t kOneChunk = 48;  // a multiple of kMR and of L on every target
+    static_assert(kOneChunk % kMR == 0, "chunks of whole slivers");
+    HWY_ALIGN T sb[kOneChunk * NV * hn::MaxLanes(Tag<T>())];
+    const std::size_t npanels = (k + nr - 1) / nr, p = c0 / nr;
+    const T* panel = packed + p * nr * dim;
+    const T* pnorms = packed + npanels * nr * dim + p * nr;
+    for (std::size_t r0 = 0; r0 < m; r0 += kOneChunk) {
+      const std::size_t rows = std::min(kOneChunk, m - r0);
+      for (std::size_t q = 0; q < rows; q += kMR) {
+        GroupSliverScores<T, NV>(xr + r0 + q, dim, panel, pnorms, std::min(kMR, rows - q), sb + q * NV * L,
+                                 scores != nullptr ? scores + (r0 + q) * lds : nullptr, lds);
+      }
+      FinishGroupRows<T, NV>(sb, rows, ids + p * nr, ids[c0], k, min1 + r0, idx1 + r0, min2 + r0);
     }
     return;
   }
