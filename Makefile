@@ -114,6 +114,12 @@ test-wheel: build wheel-prep
 	$(call build_wheel,-C build-dir=$(BUILD)/python-wheel-prebuilt -C cmake.define.FLASHKM_PREBUILT_DIR=$(CURDIR)/$(BUILD)/release)
 	$(WHEEL_VENV)/bin/pip install -q --force-reinstall --no-deps $(BUILD)/wheel/raw/*.whl
 	bash tests/wheel/check_wheel.sh $(BUILD)/wheel/dist/*.whl $(WHEEL_VENV)/bin/python
+	@# The from-source build's own configuration (`make wheel`, `pip install .`), which the wheel
+	@# above does not use (its sources are compiled by the release build and the bindings above):
+	@# configured only, a few seconds.
+	cmake -S . -B $(BUILD)/wheel/source-config -DFLASHKM_BUILD_PYTHON=ON -DFLASHKM_BUILD_TESTS=OFF \
+	  -DFLASHKM_BUILD_BENCH=OFF -DFLASHKM_WITH_MPI=OFF -DPython_EXECUTABLE=$(CURDIR)/$(WHEEL_VENV)/bin/python \
+	  > $(BUILD)/wheel/source-config.log 2>&1 || { cat $(BUILD)/wheel/source-config.log; exit 1; }
 
 # Every file parser under libFuzzer (clang), for a short bounded time each.
 test-fuzz: deps
