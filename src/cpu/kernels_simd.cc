@@ -284,6 +284,11 @@ HWY_INLINE V RowMins(D d, V* v) {
 }
 #endif
 
+// Rows whose lanes the one-panel paths (AssignRows, GroupMin) buffer on the stack before
+// finishing them L at a time: whole slivers, and a multiple of L on every target.
+constexpr std::size_t kFinishChunk = 48;
+static_assert(kFinishChunk % kMR == 0, "chunks of whole slivers");
+
 // AssignRows' last step for rows [0, m) of a block: each row's per-lane running minima and
 // their indices (run_min, run_idx: L values a row, no NaN among the minima) to its label (the
 // lowest index among the lanes holding the smallest value, RowLabel's rule) and distance.
@@ -297,6 +302,7 @@ HWY_INLINE std::size_t FinishRows(const T* run_min, const T* run_idx, std::size_
   const std::size_t L = hn::Lanes(d);
   std::size_t changed = 0, i = 0;
   if constexpr (kRowTree<T>) {
+#if HWY_TARGET != HWY_SCALAR
     constexpr std::size_t kL = hn::MaxLanes(Tag<T>());
     const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
     HWY_ALIGN T mn[kL];
@@ -305,7 +311,6 @@ HWY_INLINE std::size_t FinishRows(const T* run_min, const T* run_idx, std::size_
       V t[kL];
 #pragma GCC unroll 16
       for (std::size_t r = 0; r < kL; ++r) t[r] = hn::Load(d, run_min + (i + r) * L);
-#if HWY_TARGET != HWY_SCALAR
       hn::Store(RowMins(d, t), d, mn);
 #pragma GCC unroll 16
       for (std::size_t r = 0; r < kL; ++r) {
@@ -313,7 +318,6 @@ HWY_INLINE std::size_t FinishRows(const T* run_min, const T* run_idx, std::size_
         t[r] = hn::IfThenElse(hn::Eq(vr, hn::Set(d, mn[r])), hn::Load(d, run_idx + (i + r) * L), inf);
       }
       hn::Store(RowMins(d, t), d, best);
-#endif
       for (std::size_t r = 0; r < kL; ++r) {
         const std::int32_t label = best[r] < static_cast<T>(k) ? static_cast<std::int32_t>(best[r]) : 0;
         changed += labels[i + r] != label;
@@ -321,6 +325,7 @@ HWY_INLINE std::size_t FinishRows(const T* run_min, const T* run_idx, std::size_
         dist[i + r] = std::max(T(0), xnorm[i + r] + mn[r]);
       }
     }
+#endif
   }
   for (; i < m; ++i) {
     V mn;
@@ -391,14 +396,12 @@ std::size_t AssignRows(const PointsRef<T>& pts, const T* packed, std::size_t k, 
     if (npanels == 1) {
       // One panel (K <= nr): each row's lanes are reduced over the panel from its tile's
       // registers (no running minima to merge), with the same operations as below (the running
-      // minimum starts at +inf and index 0), then kOneChunk rows are finished together from a
-      // buffer on the stack (L1-resident; the block's run_min is not touched).
-      constexpr std::size_t kOneChunk = 48;  // a multiple of kMR and of L on every target
-      static_assert(kOneChunk % kMR == 0, "chunks of whole slivers");
-      HWY_ALIGN T cmin[kOneChunk * hn::MaxLanes(Tag<T>())];
-      HWY_ALIGN T cidx[kOneChunk * hn::MaxLanes(Tag<T>())];
-      for (std::size_t c0 = 0; c0 < m; c0 += kOneChunk) {
-        const std::size_t rows = std::min(kOneChunk, m - c0);
+      // minimum starts at +inf and index 0), then kFinishChunk rows are finished together from
+      // a buffer on the stack (L1-resident; the block's run_min is not touched).
+      HWY_ALIGN T cmin[kFinishChunk * hn::MaxLanes(Tag<T>())];
+      HWY_ALIGN T cidx[kFinishChunk * hn::MaxLanes(Tag<T>())];
+      for (std::size_t c0 = 0; c0 < m; c0 += kFinishChunk) {
+        const std::size_t rows = std::min(kFinishChunk, m - c0);
         for (std::size_t q = 0; q < rows; q += kMR) {
           OnePanelSliver<T, NV>(xp.get() + (c0 + q) * dim, dim, packed, norms, std::min(kMR, rows - q), cmin + q * L,
                                 cidx + q * L);
@@ -771,16 +774,14 @@ void GroupMin(const T* const* xr, std::size_t dim, const T* packed, const T* ids
     return;
   }
   if (kRowTree<T> && (c1 + nr - 1) / nr == c0 / nr + 1) {
-    // One panel: kOneChunk rows' scores at a time into an L1 buffer, then their results L rows
-    // at a time (FinishGroupRows) instead of horizontal reductions row by row.
-    constexpr std::size_t kOneChunk = 48;  // a multiple of kMR and of L on every target
-    static_assert(kOneChunk % kMR == 0, "chunks of whole slivers");
-    HWY_ALIGN T sb[kOneChunk * NV * hn::MaxLanes(Tag<T>())];
+    // One panel: kFinishChunk rows' scores at a time into an L1 buffer, then their results L
+    // rows at a time (FinishGroupRows) instead of horizontal reductions row by row.
+    HWY_ALIGN T sb[kFinishChunk * NV * hn::MaxLanes(Tag<T>())];
     const std::size_t npanels = (k + nr - 1) / nr, p = c0 / nr;
     const T* panel = packed + p * nr * dim;
     const T* pnorms = packed + npanels * nr * dim + p * nr;
-    for (std::size_t r0 = 0; r0 < m; r0 += kOneChunk) {
-      const std::size_t rows = std::min(kOneChunk, m - r0);
+    for (std::size_t r0 = 0; r0 < m; r0 += kFinishChunk) {
+      const std::size_t rows = std::min(kFinishChunk, m - r0);
       for (std::size_t q = 0; q < rows; q += kMR) {
         GroupSliverScores<T, NV>(xr + r0 + q, dim, panel, pnorms, std::min(kMR, rows - q), sb + q * NV * L,
                                  scores != nullptr ? scores + (r0 + q) * lds : nullptr, lds);
