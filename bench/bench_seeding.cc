@@ -99,14 +99,12 @@ void run(const std::string& shape, int threads, int repeats) {
   }
   const bool same = plain.size() == bounded.size() && std::memcmp(plain.data(), bounded.data(), plain.size() * 8) == 0;
   // One unpruned Lloyd iteration (assignment and update) from the seeds.
-  std::vector<std::int32_t> labels(n, -1);
-  std::vector<float> dist(n);
   std::vector<double> sums(k * d), w(k);
   std::size_t changed = 0;
   engine->begin_run(flashkm::Prune::kOff, k);
   for (int r = 0; r < repeats; ++r) {
     const auto t = Clock::now();
-    engine->assign_update(bounded.data(), k, labels.data(), dist.data(), sums.data(), w.data(), &changed);
+    engine->assign_update(bounded.data(), k, sums.data(), w.data(), &changed);
     t_iter.push_back(seconds_since(t));
   }
   const double trials = 2 + std::floor(std::log(static_cast<double>(k)));

@@ -249,11 +249,9 @@ template <class T>
 std::string update_path(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k) {
   auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), {}, 2, "");
   std::vector<double> c(k * d, 0.0), sums(k * d), w(k);
-  std::vector<std::int32_t> labels(n, 0);
-  std::vector<T> dist(n);
   std::size_t changed = 0;
   engine->begin_run(Prune::kOff, k);
-  engine->assign_update(c.data(), k, labels.data(), dist.data(), sums.data(), w.data(), &changed);
+  engine->assign_update(c.data(), k, sums.data(), w.data(), &changed);
   return engine->update_path();
 }
 

@@ -134,9 +134,7 @@ std::vector<std::int32_t> engine_labels(detail::Engine<T>& engine) {
 // score() over an engine whose centroids `c` (centred) are set.
 template <class T>
 double engine_score(detail::Engine<T>& engine, const std::vector<double>& c, std::size_t k, Metric metric) {
-  const std::size_t n = engine.rows(), dim = engine.cols();
-  std::vector<std::int32_t> labels(n, -1);
-  std::vector<T> dist(n);
+  const std::size_t dim = engine.cols();
   std::vector<double> sums(k * dim), wsums(k);
   std::size_t changed = 0;
   const double total_weight = engine.total_weight();
@@ -147,8 +145,8 @@ double engine_score(detail::Engine<T>& engine, const std::vector<double>& c, std
   }
   // The inertia of the update pass is exact (float64 differences), unlike the kernel's
   // expanded distances; the inner-product metrics' comes from the cluster sums.
-  const double euclidean = engine.assign_update(c.data(), k, labels.data(), dist.data(), sums.data(),
-                                                wsums.data(), &changed);
+  engine.begin_run(Prune::kOff, k);
+  const double euclidean = engine.assign_update(c.data(), k, sums.data(), wsums.data(), &changed);
   if (metric == Metric::kEuclidean) return -euclidean;
   double dot = 0;
   for (std::size_t i = 0; i < sums.size(); ++i) dot += c[i] * sums[i];

@@ -36,8 +36,8 @@ class Engine {
  public:
   virtual ~Engine() = default;
 
-  /// Rows this engine holds (labels and distances are this long); a distributed engine holds
-  /// one shard of total_rows().
+  /// Rows this engine holds (its labels are this long); a distributed engine holds one shard of
+  /// total_rows().
   virtual std::size_t rows() const = 0;
   virtual std::size_t total_rows() const { return rows(); }
   virtual std::size_t cols() const = 0;
@@ -58,8 +58,8 @@ class Engine {
   virtual void set_mean(const double* mean) = 0;
 
   /// The m points of the whole data set farthest from their centroids (ties: lowest index),
-  /// farthest first, given this engine's labels and distances.
-  virtual std::vector<FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) = 0;
+  /// farthest first, by the labels and distances of the run's last assign_update.
+  virtual std::vector<FarPoint> farthest(std::size_t m) = 0;
   /// Replaces the sample weights (null = all ones) for the following calls; `weights` must
   /// outlive them. Cosine k-means runs its update with w / ||x||.
   virtual void set_weights(const double* weights) = 0;
@@ -80,7 +80,11 @@ class Engine {
   /// gathered sample that grows with k).
   virtual InitMethod seeding_for(InitMethod method, std::size_t) const { return method; }
 
-  /// Starts a Lloyd run with k centroids: forgets every point's pruning bounds. With `prune` on (or auto and
+  /// Starts a Lloyd run with k centroids: every point's label is unset (-1) and its pruning
+  /// bounds are forgotten. The engine keeps each point's state of the run (label, distance to
+  /// its centroid, bounds, the incremental update's per-cluster sums) across its assign_update
+  /// calls: a step sends K x D centroids and receives O(K x D) results, never N-long arrays (so
+  /// a GPU or distributed engine moves only those across its boundary). With `prune` on (or auto and
   /// the engine finds it worthwhile) the following assign_update calls of the run skip the
   /// distances their bounds prove useless, with bitwise the same results. Returns whether
   /// pruning is on. Must be called before the run's first assign_update.
@@ -161,14 +165,17 @@ class Engine {
   /// its Sort-Inverse Update); "" before any.
   virtual const char* update_path() const { return ""; }
 
-  /// One Lloyd step: assign against `centroids` (as set_centroids + assign), then update (as
-  /// update) from those labels. An engine may fuse the two to stream X once, and may update
+  /// One Lloyd step of the run begin_run started: assign against `centroids` (as set_centroids +
+  /// assign on the engine's own labels and distances), then update (as update) from those labels. An engine may fuse the two to stream X once, and may update
   /// incrementally from its previous step's sums when few labels moved (then the sums and
   /// inertia equal update's up to rounding; the choice must depend on the labels only, so that
   /// pruning never changes the bits). Returns the inertia; *changed receives the number of
   /// labels that changed.
-  virtual double assign_update(const double* centroids, std::size_t k, std::int32_t* labels,
-                               T* dist, double* sums, double* weights, std::size_t* changed) = 0;
+  virtual double assign_update(const double* centroids, std::size_t k, double* sums, double* weights,
+                               std::size_t* changed) = 0;
+  /// The labels of this engine's rows (rows() of them; a distributed engine: its shard's) from
+  /// the run's last assign_update, -1 before it. Valid until the next begin_run or assign_update.
+  virtual const std::int32_t* labels() const = 0;
 };
 
 }  // namespace flashkm::detail

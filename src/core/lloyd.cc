@@ -14,11 +14,10 @@ namespace {
 // and coordinates leave its old cluster. A point is not taken from a cluster it would empty.
 // Points within `zero_dist` of their centroid are not candidates: a centroid there would
 // duplicate one that already exists (up to rounding), lose every tie and empty again.
-// Deterministic: depends only on dist, labels and the sums (the engine's farthest() sees all
-// shards of a distributed engine). Returns how many were relocated.
+// Deterministic: depends only on the engine's labels and distances and the sums (its farthest()
+// sees all shards of a distributed engine). Returns how many were relocated.
 template <class T>
-std::size_t relocate_empty(Engine<T>& engine, const std::int32_t* labels, const T* dist,
-                           std::size_t k, std::vector<double>& sums, std::vector<double>& wsums,
+std::size_t relocate_empty(Engine<T>& engine, std::size_t k, std::vector<double>& sums, std::vector<double>& wsums,
                            std::vector<double>& fixed_centroids, std::vector<char>& is_fixed,
                            double zero_dist) {
   const std::size_t total = engine.total_rows();
@@ -32,14 +31,14 @@ std::size_t relocate_empty(Engine<T>& engine, const std::int32_t* labels, const 
   // Only the first few candidates are usually needed; ask for more only if they run out (the
   // longer list starts with the shorter one: the order is total).
   std::size_t want = std::min(total, 4 * empty.size() + 64);
-  std::vector<FarPoint> far = engine.farthest(labels, dist, want);
+  std::vector<FarPoint> far = engine.farthest(want);
   std::size_t relocated = 0;
   std::size_t next = 0;
   for (std::size_t c : empty) {
     while (true) {
       if (next == far.size() && want < total) {
         want = std::min(total, 4 * want);
-        far = engine.farthest(labels, dist, want);
+        far = engine.farthest(want);
       }
       if (next == far.size() || !(far[next].dist > zero_dist)) break;
       const FarPoint& p = far[next++];
@@ -89,8 +88,6 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
   const std::size_t n = engine.rows();
   const std::size_t dim = engine.cols();
   LloydRun run;
-  run.labels.assign(n, -1);
-  std::vector<T> dist(n);
   std::vector<double> sums(k * dim), wsums(k), next(k * dim), fixed(k * dim);
   std::vector<char> is_fixed(k);
 
@@ -102,15 +99,14 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
     std::size_t changed = 0;
     const double inertia =
         metric_inertia(metric,
-                       engine.assign_update(centroids.data(), k, run.labels.data(), dist.data(), sums.data(),
-                                            wsums.data(), &changed),
+                       engine.assign_update(centroids.data(), k, sums.data(), wsums.data(), &changed),
                        centroids, sums, total_weight);
     std::fill(is_fixed.begin(), is_fixed.end(), 0);
     // Relocation to the farthest points is a Euclidean notion; under the inner-product metrics
     // an empty cluster keeps its centroid (as spherical k-means and Flash-KMeans do).
     const std::size_t relocated =
         metric == Metric::kEuclidean
-            ? relocate_empty(engine, run.labels.data(), dist.data(), k, sums, wsums, fixed, is_fixed, zero_dist)
+            ? relocate_empty(engine, k, sums, wsums, fixed, is_fixed, zero_dist)
             : 0;
     for (std::size_t c = 0; c < k; ++c) {
       for (std::size_t j = 0; j < dim; ++j) {
@@ -163,11 +159,12 @@ LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t
     // The loop ended after an update: assign once more so labels match the returned centroids.
     std::size_t changed = 0;
     run.inertia = metric_inertia(metric,
-                                 engine.assign_update(centroids.data(), k, run.labels.data(), dist.data(),
-                                                      sums.data(), wsums.data(), &changed),
+                                 engine.assign_update(centroids.data(), k, sums.data(), wsums.data(), &changed),
                                  centroids, sums, total_weight);
   }
   run.centroids = std::move(centroids);
+  // The engine kept every point's state through the run: its labels are copied out once.
+  run.labels.assign(engine.labels(), engine.labels() + n);
   return run;
 }
 

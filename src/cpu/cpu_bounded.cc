@@ -30,6 +30,8 @@ constexpr double kWholeAbove = 0.9;
 
 template <class T>
 bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
+  run_labels_.assign(n_, -1);
+  run_dist_.assign(n_, T(0));
   prune_ = false;
   inc_valid_ = false;  // a run starts with a full update
   bounds_valid_ = false;

@@ -97,8 +97,10 @@ void CpuEngine<T>::set_mean(const double* mean) {
 }
 
 template <class T>
-std::vector<FarPoint> CpuEngine<T>::farthest(const std::int32_t* labels, const T* dist, std::size_t m) {
+std::vector<FarPoint> CpuEngine<T>::farthest(std::size_t m) {
   m = std::min(m, n_);
+  const std::int32_t* labels = run_labels_.data();
+  const T* dist = run_dist_.data();
   // A pruned assignment left some rows' distances from an earlier iteration: recompute them
   // all with the plain kernels against the same centroids (the labels cannot change; the
   // bounds proved them). Rare: only iterations that empty a cluster get here.

@@ -49,7 +49,7 @@ class CpuEngine final : public Engine<T> {
   const double* weights() const override;
   const double* mean() const override;
   void set_mean(const double* mean) override;
-  std::vector<FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override;
+  std::vector<FarPoint> farthest(std::size_t m) override;
   void row_centred(std::size_t i, double* out) override;
   double mean_variance() override;  // cpu_update.cc
   void set_centroids(const double* centroids, std::size_t k) override;
@@ -77,8 +77,9 @@ class CpuEngine final : public Engine<T> {
   void sqdistances(T* out) override;  // cpu_assign.cc
   double update(const std::int32_t* labels, const double* centroids, std::size_t k, double* sums,
                 double* wsums) override;  // cpu_update.cc
-  double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
-                       double* sums, double* wsums, std::size_t* changed) override;  // cpu_update.cc
+  double assign_update(const double* centroids, std::size_t k, double* sums, double* wsums,
+                       std::size_t* changed) override;  // cpu_update.cc
+  const std::int32_t* labels() const override { return run_labels_.data(); }
   std::uint64_t last_distances() const override;
   bool begin_run(Prune prune, std::size_t k) override;  // cpu_bounded.cc
 
@@ -242,6 +243,9 @@ class CpuEngine final : public Engine<T> {
   // Bounded assignment: per-row bounds on exact distances (ub_: to the row's centroid; lb_:
   // groups_ per row, to every other centroid of each group), valid for the labels of the last
   // assign_update while bounds_valid_.
+  // The run's per-row state (begin_run): each row's label and squared distance to its centroid.
+  std::vector<std::int32_t> run_labels_;
+  std::vector<T> run_dist_;
   bool prune_ = false;         // this run prunes
   bool bounds_valid_ = false;
   bool iter_bounded_ = false;  // the current assign_update runs bounded

@@ -58,8 +58,10 @@ double CpuEngine<T>::update(const std::int32_t* labels, const double* centroids,
 }
 
 template <class T>
-double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
-                                   double* sums, double* wsums, std::size_t* changed) {
+double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, double* sums, double* wsums,
+                                   std::size_t* changed) {
+  std::int32_t* labels = run_labels_.data();
+  T* dist = run_dist_.data();
   set_centroids(centroids, k);
   prepare_bounds(centroids, k);
   // Incremental when few labels moved in the last step (decided from labels alone, so the
@@ -579,7 +581,7 @@ void CpuEngine<T>::compute_mean() {
 
 template double CpuEngine<float>::mean_variance();
 template double CpuEngine<float>::update(const std::int32_t*, const double*, std::size_t, double*, double*);
-template double CpuEngine<float>::assign_update(const double*, std::size_t, std::int32_t*, float*, double*, double*,
+template double CpuEngine<float>::assign_update(const double*, std::size_t, double*, double*,
                                                 std::size_t*);
 template void CpuEngine<float>::begin_sums(const double*, std::size_t, double*, double*);
 template void CpuEngine<float>::end_sums(std::size_t, double*, const double*) const;
@@ -600,7 +602,7 @@ template bool CpuEngine<float>::inc_degenerate(std::size_t) const;
 template double CpuEngine<float>::inc_result(const double*, std::size_t, double*, double*) const;
 template double CpuEngine<double>::mean_variance();
 template double CpuEngine<double>::update(const std::int32_t*, const double*, std::size_t, double*, double*);
-template double CpuEngine<double>::assign_update(const double*, std::size_t, std::int32_t*, double*, double*, double*,
+template double CpuEngine<double>::assign_update(const double*, std::size_t, double*, double*,
                                                  std::size_t*);
 template void CpuEngine<double>::begin_sums(const double*, std::size_t, double*, double*);
 template void CpuEngine<double>::end_sums(std::size_t, double*, const double*) const;

@@ -101,8 +101,10 @@ class SparseEngine final : public Engine<T> {
     }
   }
 
-  std::vector<FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override {
+  std::vector<FarPoint> farthest(std::size_t m) override {
     m = std::min(m, n_);
+    const std::int32_t* labels = run_labels_.data();
+    const T* dist = run_dist_.data();
     // A pruned assignment left some rows' distances from an earlier iteration: recompute them
     // all against the same (group-packed) centroids; the labels cannot change, the bounds
     // proved them. Rare: only iterations that empty a cluster get here.
@@ -172,6 +174,8 @@ class SparseEngine final : public Engine<T> {
   // computed in iterations 3-12; topic data: converged in 4-5 iterations, before the bounds
   // tighten; both slower than unpruned), so auto leaves sparse rows unpruned.
   bool begin_run(Prune prune, std::size_t k) override {
+    run_labels_.assign(n_, -1);
+    run_dist_.assign(n_, T(0));
     prune_ = false;
     bounds_valid_ = false;
     dist_stale_ = false;
@@ -402,8 +406,10 @@ class SparseEngine final : public Engine<T> {
     return total;
   }
 
-  double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist, double* sums,
-                       double* wsums, std::size_t* changed) override {
+  double assign_update(const double* centroids, std::size_t k, double* sums, double* wsums,
+                       std::size_t* changed) override {
+    std::int32_t* labels = run_labels_.data();
+    T* dist = run_dist_.data();
     iter_bounded_ = false;
     if (prune_) prepare_bounds(centroids, k);
     if (iter_bounded_) {
@@ -420,6 +426,8 @@ class SparseEngine final : public Engine<T> {
     }
     return update(labels, centroids, k, sums, wsums);
   }
+
+  const std::int32_t* labels() const override { return run_labels_.data(); }
 
   const char* update_path() const override { return "sparse"; }
 
@@ -774,6 +782,9 @@ class SparseEngine final : public Engine<T> {
   bool bounds_valid_ = false;
   bool iter_bounded_ = false;
   bool dist_stale_ = false;
+  // The run's per-row state (begin_run): each row's label and squared distance to its centroid.
+  std::vector<std::int32_t> run_labels_;
+  std::vector<T> run_dist_;
   std::size_t panel_nr_ = 0, panels_per_group_ = 1, group_size_ = 0, groups_ = 0, k_b_ = 0;
   std::vector<std::uint32_t> order_, pos_of_;
   std::vector<T> ids_;

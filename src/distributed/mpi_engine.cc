@@ -302,10 +302,10 @@ class MpiEngine final : public detail::Engine<T> {
     return reduce_step(k, sums, wsums, inertia, nullptr);
   }
 
-  double assign_update(const double* centroids, std::size_t k, std::int32_t* labels, T* dist,
-                       double* sums, double* wsums, std::size_t* changed) override {
+  double assign_update(const double* centroids, std::size_t k, double* sums, double* wsums,
+                       std::size_t* changed) override {
     double inertia = 0;
-    collective([&] { inertia = local_->assign_update(centroids, k, labels, dist, sums, wsums, changed); });
+    collective([&] { inertia = local_->assign_update(centroids, k, sums, wsums, changed); });
     return reduce_step(k, sums, wsums, inertia, changed);
   }
 
@@ -317,10 +317,12 @@ class MpiEngine final : public detail::Engine<T> {
 
   std::uint64_t last_distances() const override { return distances_; }
 
-  std::vector<detail::FarPoint> farthest(const std::int32_t* labels, const T* dist, std::size_t m) override {
+  const std::int32_t* labels() const override { return local_->labels(); }
+
+  std::vector<detail::FarPoint> farthest(std::size_t m) override {
     const std::size_t dim = cols();
     std::vector<detail::FarPoint> mine;
-    collective([&] { mine = local_->farthest(labels, dist, std::min(m, n_)); });
+    collective([&] { mine = local_->farthest(std::min(m, n_)); });
     // Record: dist, index, label, weight, row (indices < 2^53 are exact in a double).
     const std::size_t rec = 4 + dim;
     std::vector<double> packed;

@@ -497,8 +497,6 @@ std::vector<double> incremental_against_full(std::size_t n, std::size_t d, std::
     for (std::size_t j = 0; j < d; ++j) c[a * d + j] = static_cast<double>(X[ids[a] * d + j]) - shift[j];
   }
   engine->begin_run(Prune::kOff, k);
-  std::vector<std::int32_t> labels(n, -1);
-  std::vector<T> dist(n);
   std::vector<double> sums(k * d), ws(k), rs(k * d), rw(k), trace;
   std::vector<double> saved(d);
   *incremental_steps = 0;
@@ -510,12 +508,12 @@ std::vector<double> incremental_against_full(std::size_t n, std::size_t d, std::
       for (std::size_t j = 0; j < d; ++j) cc[j] = 1e3 * (xmax + 1);
     }
     std::size_t changed = 0;
-    const double inertia = engine->assign_update(cc.data(), k, labels.data(), dist.data(), sums.data(), ws.data(), &changed);
+    const double inertia = engine->assign_update(cc.data(), k, sums.data(), ws.data(), &changed);
     const std::string path = engine->update_path();
     if (paths != nullptr) paths->push_back(path);
     const bool inc = path.find("+incremental") != std::string::npos;
     *incremental_steps += inc;
-    const double ref = full->update(labels.data(), cc.data(), k, rs.data(), rw.data());
+    const double ref = full->update(engine->labels(), cc.data(), k, rs.data(), rw.data());
     if (step == 20) {
       EXPECT_TRUE(inc) << path;
       EXPECT_EQ(rw[0], 0.0);
@@ -622,17 +620,16 @@ TEST(Prune, IncrementalUpdateRedoneWhenWeightRoundsAway) {
   auto engine = detail::make_cpu_engine<double>(MatrixView<double>(X.data(), n, 1), w, 2, "");
   const double s = engine->shift()[0];
   engine->begin_run(Prune::kOff, k);
-  std::vector<std::int32_t> labels(n, -1);
-  std::vector<double> dist(n), sums(k), ws(k);
+  std::vector<double> sums(k), ws(k);
   std::size_t changed = 0;
   const std::vector<double> c1 = {0.5 - s, 10 - s}, c2 = {0.3 - s, 9.9 - s};
-  engine->assign_update(c1.data(), k, labels.data(), dist.data(), sums.data(), ws.data(), &changed);
-  ASSERT_EQ(labels[99], 0);
-  engine->assign_update(c1.data(), k, labels.data(), dist.data(), sums.data(), ws.data(), &changed);
+  engine->assign_update(c1.data(), k, sums.data(), ws.data(), &changed);
+  ASSERT_EQ(engine->labels()[99], 0);
+  engine->assign_update(c1.data(), k, sums.data(), ws.data(), &changed);
   EXPECT_EQ(changed, 0u);
-  engine->assign_update(c2.data(), k, labels.data(), dist.data(), sums.data(), ws.data(), &changed);
+  engine->assign_update(c2.data(), k, sums.data(), ws.data(), &changed);
   ASSERT_EQ(changed, 1u);
-  ASSERT_EQ(labels[99], 1);
+  ASSERT_EQ(engine->labels()[99], 1);
   EXPECT_EQ(ws[0], 99.0);
   EXPECT_EQ(std::string(engine->update_path()).find("+incremental"), std::string::npos) << engine->update_path();
 }
