@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <type_traits>
 #include <variant>
 
@@ -65,16 +66,11 @@ void check_csr(CsrView<T> X) {
   }
 }
 
-// The centroids as the engine takes them for `metric`: centred on its shift (Euclidean), or
-// for the inner-product metrics with the engine switched to uncentred rows and argmax x.c
-// (cosine also normalises the centroids, so that x.c ranks cosines).
+// The centroids as an engine made for `metric` takes them: centred on its shift (zero for the
+// inner-product metrics, whose engines take the rows as given; cosine also normalises the
+// centroids, so that x.c ranks cosines).
 template <class T>
 std::vector<double> metric_centroids(detail::Engine<T>& engine, MatrixView<T> centroids, Metric metric) {
-  if (metric != Metric::kEuclidean) {
-    const std::vector<double> origin(engine.cols(), 0.0);
-    engine.set_mean(origin.data());
-    engine.set_inner_product(true);
-  }
   std::vector<double> c = centred_copy(engine, CentroidsView{centroids});
   if (metric == Metric::kCosine) detail::normalise_rows(c.data(), centroids.rows, engine.cols());
   return c;
@@ -108,7 +104,7 @@ std::unique_ptr<detail::Engine<T>> engine_for(MatrixView<T> X, MatrixView<T> cen
                                               std::vector<double>* centred = nullptr) {
   detail::check_view(X, "X");
   check_query(X.rows, X.cols, centroids, options);
-  return with_centroids(detail::make_engine(X, options.sample_weight, options.n_threads, options.target),
+  return with_centroids(detail::make_engine(X, options.sample_weight, options.n_threads, options.target, 0, options.metric),
                         centroids, options, centred);
 }
 
@@ -118,7 +114,7 @@ std::unique_ptr<detail::Engine<T>> engine_for(CsrView<T> X, MatrixView<T> centro
                                               std::vector<double>* centred = nullptr) {
   check_csr(X);
   check_query(X.rows, X.cols, centroids, options);
-  return with_centroids(detail::make_engine(X, options.sample_weight, options.n_threads, options.target),
+  return with_centroids(detail::make_engine(X, options.sample_weight, options.n_threads, options.target, options.metric),
                         centroids, options, centred);
 }
 
@@ -138,11 +134,6 @@ double engine_score(detail::Engine<T>& engine, const std::vector<double>& c, std
   std::vector<double> sums(k * dim), wsums(k);
   std::size_t changed = 0;
   const double total_weight = engine.total_weight();
-  std::vector<double> cosine_weights;
-  if (metric == Metric::kCosine) {
-    cosine_weights = engine.normalising_weights(engine.weights());
-    engine.set_weights(cosine_weights.data());
-  }
   // The inertia of the update pass is exact (float64 differences), unlike the kernel's
   // expanded distances; the inner-product metrics' comes from the cluster sums.
   engine.begin_run(Prune::kOff, k);
@@ -230,6 +221,7 @@ namespace detail {
 // The driver around an engine: init runs, Lloyd, the best run's result.
 template <class T>
 KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMeansOptions& options) {
+  if (engine->metric() != options.metric) throw std::logic_error("fit_engine: the engine was made for another metric");
   engine->set_seed_sketch(options.seed_sketch);
   const std::size_t dim = engine->cols();
   const std::size_t k = options.n_clusters;
@@ -240,18 +232,10 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
   // Squared distances below rounding noise of the data's total variance are duplicates.
   const double zero_dist =
       16 * std::numeric_limits<T>::epsilon() * mean_var * static_cast<double>(dim);
-  // Inner products are taken with the rows as given: no centring. Cosine runs its Lloyd steps
-  // on w / ||x|| weights (the mean of the normalised rows), its initialisation on w.
-  const double* user_weights = engine->weights();
-  std::vector<double> cosine_weights;
-  double total_weight = 0;
-  if (metric != Metric::kEuclidean) {
-    const std::vector<double> origin(dim, 0.0);
-    engine->set_mean(origin.data());
-    engine->set_inner_product(true);
-    total_weight = engine->total_weight();
-    if (metric == Metric::kCosine) cosine_weights = engine->normalising_weights(user_weights);
-  }
+  // The engine was made for the metric (core/engine.hpp): inner products are taken with the
+  // rows as given, no centring; cosine runs its Lloyd steps on w / ||x|| weights (the mean of
+  // the normalised rows), its initialisation on w.
+  const double total_weight = metric != Metric::kEuclidean ? engine->total_weight() : 0.0;
 
   KMeansResult<T> result;
   result.n_clusters = k;
@@ -280,14 +264,10 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
       }
     }
     result.init_seconds += seconds_since(seed_start);
-    if (metric == Metric::kCosine) {
-      detail::normalise_rows(c0.data(), k, dim);
-      engine->set_weights(cosine_weights.data());
-    }
+    if (metric == Metric::kCosine) detail::normalise_rows(c0.data(), k, dim);
     std::vector<double> start = c0;
     detail::LloydRun run =
         detail::run_lloyd(*engine, std::move(c0), k, options, tol_abs, zero_dist, r, result.history, total_weight);
-    engine->set_weights(user_weights);
     const bool stopped = run.stop == StopReason::kCallback;
     if (r == 0 || run.inertia < best.inertia) {
       best = std::move(run);
@@ -390,14 +370,16 @@ KMeansResult<T> fit(MatrixView<T> X, const KMeansOptions& options) {
   detail::check_view(X, "X");
   detail::check_options(options, X.rows, X.cols, std::is_same_v<T, float>);
   detail::check_weights(options.sample_weight, X.rows);
-  return detail::fit_engine(detail::make_engine(X, options.sample_weight, options.n_threads, options.target), options);
+  return detail::fit_engine(
+      detail::make_engine(X, options.sample_weight, options.n_threads, options.target, 0, options.metric), options);
 }
 
 template <class T>
 KMeansResult<T> fit(RowSource<T>& source, const KMeansOptions& options) {
   detail::check_options(options, source.rows(), source.cols(), std::is_same_v<T, float>);
   detail::check_weights(options.sample_weight, source.rows());
-  return detail::fit_engine(detail::make_engine(source, options.sample_weight, options.n_threads, options.target), options);
+  return detail::fit_engine(
+      detail::make_engine(source, options.sample_weight, options.n_threads, options.target, 0, options.metric), options);
 }
 
 std::size_t row_source_granule(std::size_t cols, std::size_t elem_size) {
@@ -425,7 +407,7 @@ std::vector<std::int32_t> predict(RowSource<T>& source, MatrixView<T> centroids,
   if (std::is_same_v<T, float> && centroids.rows > (std::size_t{1} << 24)) {
     throw InvalidArgument("more than 2^24 centroids are not supported for float32 data");
   }
-  auto engine = detail::make_engine(source, {}, options.n_threads, options.target);
+  auto engine = detail::make_engine(source, {}, options.n_threads, options.target, 0, options.metric);
   std::vector<double> c = metric_centroids(*engine, centroids, options.metric);
   engine->set_centroids(c.data(), centroids.rows);
   std::vector<std::int32_t> labels(source.rows(), -1);
@@ -541,8 +523,8 @@ KMeansResult<T> fit(CsrView<T> X, const KMeansOptions& options) {
   check_csr(X);
   detail::check_options(options, X.rows, X.cols, std::is_same_v<T, float>);
   detail::check_weights(options.sample_weight, X.rows);
-  return detail::fit_engine(detail::make_engine(X, options.sample_weight, options.n_threads, options.target),
-                            options);
+  return detail::fit_engine(
+      detail::make_engine(X, options.sample_weight, options.n_threads, options.target, options.metric), options);
 }
 
 std::vector<std::string> available_targets() { return detail::target_names(); }

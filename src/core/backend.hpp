@@ -21,23 +21,25 @@
 namespace flashkm::detail {
 
 /// An engine over X (rows row_offset.. of a larger data set when X is one shard of it: errors
-/// name rows in the whole data set). `target` names the kernels ("" = the best available, or
+/// name rows in the whole data set) for `metric` (engine.hpp: fixed for the engine's life). `target` names the kernels ("" = the best available, or
 /// FLASHKM_TARGET). Throws InvalidArgument for an unknown or unsupported target and InvalidData
 /// when X holds NaN or infinity (naming row and column).
 template <class T>
 std::unique_ptr<Engine<T>> make_engine(MatrixView<T> X, std::span<const double> weights, int n_threads,
-                                       const std::string& target, std::size_t row_offset = 0);
+                                       const std::string& target, std::size_t row_offset = 0,
+                                       Metric metric = Metric::kEuclidean);
 
 /// The same over a RowSource, whose chunks hold whole multiples of granule(cols, sizeof(T))
 /// rows; bitwise the in-memory engine's results.
 template <class T>
 std::unique_ptr<Engine<T>> make_engine(RowSource<T>& source, std::span<const double> weights, int n_threads,
-                                       const std::string& target, std::size_t row_offset = 0);
+                                       const std::string& target, std::size_t row_offset = 0,
+                                       Metric metric = Metric::kEuclidean);
 
 /// The same over sparse CSR rows (not centred: shift() is zero).
 template <class T>
 std::unique_ptr<Engine<T>> make_engine(CsrView<T> X, std::span<const double> weights, int n_threads,
-                                       const std::string& target);
+                                       const std::string& target, Metric metric = Metric::kEuclidean);
 
 /// Rows per chunk granule of a RowSource (a power of two, about 16 MiB of rows).
 std::size_t granule(std::size_t cols, std::size_t elem_size);

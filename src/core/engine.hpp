@@ -29,7 +29,11 @@ struct SeedPick {
 };
 
 /// An engine owns a prepared data set (validated, centred on `shift()`) and runs the two
-/// Lloyd kernels over it. Centroids cross this interface centred on shift(), in float64,
+/// Lloyd kernels over it. Its data, dtype, sample weights and metric are fixed when the backend's
+/// factory makes it (core/backend.hpp): under the inner-product metrics (cosine, dot) the rows
+/// are not centred and the label is argmax x.c (the squared centroid norms left out of the
+/// score); cosine's Lloyd steps (update, assign_update) weigh each row by w / ||x|| (the mean
+/// of the normalised rows), its seeding and total_weight() by w. Centroids cross this interface centred on shift(), in float64,
 /// row-major k x dim. Every result must be independent of the engine's thread count.
 template <class T>
 class Engine {
@@ -52,24 +56,20 @@ class Engine {
   virtual const double* weights() const = 0;
   /// Row i of X minus shift(), in float64 (a random read when X is streamed).
   virtual void row_centred(std::size_t i, double* out) = 0;
-  /// X's column means (float64) and a way to centre on other means (a distributed engine's
-  /// global ones); shift() becomes `mean` rounded to T.
+  /// X's column means (float64), and other means to take instead (a distributed engine's global
+  /// ones, set once while it is made): mean_variance() is taken about them, and a Euclidean
+  /// engine's shift() becomes them rounded to T (the inner-product metrics' engines take the
+  /// rows as given: shift() stays zero).
   virtual const double* mean() const = 0;
   virtual void set_mean(const double* mean) = 0;
 
   /// The m points of the whole data set farthest from their centroids (ties: lowest index),
   /// farthest first, by the labels and distances of the run's last assign_update.
   virtual std::vector<FarPoint> farthest(std::size_t m) = 0;
-  /// Replaces the sample weights (null = all ones) for the following calls; `weights` must
-  /// outlive them. Cosine k-means runs its update with w / ||x||.
-  virtual void set_weights(const double* weights) = 0;
-  /// w_i / ||x_i|| for this engine's rows (0 for all-zero rows), in float64.
-  virtual std::vector<double> normalising_weights(const double* weights) = 0;
   /// Sum of the sample weights of the whole data set (rows if unweighted), in float64.
   virtual double total_weight() = 0;
-  /// Inner-product assignment: after set_centroids, the label is argmax x.c (the squared
-  /// centroid norms are left out of the score) instead of argmin ||x - c||^2.
-  virtual void set_inner_product(bool on) = 0;
+  /// The metric the engine was made for.
+  virtual Metric metric() const = 0;
   /// A decision every part of a distributed engine takes together (all must say yes).
   virtual bool agree(bool yes) { return yes; }
   /// Initial centroids (centred) when the engine chooses them itself (a distributed engine);

@@ -10,20 +10,20 @@ namespace flashkm::detail {
 
 template <class T>
 std::unique_ptr<Engine<T>> make_engine(MatrixView<T> X, std::span<const double> weights, int n_threads,
-                                       const std::string& target, std::size_t row_offset) {
-  return make_cpu_engine(X, weights, n_threads, target, row_offset);
+                                       const std::string& target, std::size_t row_offset, Metric metric) {
+  return make_cpu_engine(X, weights, n_threads, target, row_offset, metric);
 }
 
 template <class T>
 std::unique_ptr<Engine<T>> make_engine(RowSource<T>& source, std::span<const double> weights, int n_threads,
-                                       const std::string& target, std::size_t row_offset) {
-  return make_cpu_engine(source, weights, n_threads, target, row_offset);
+                                       const std::string& target, std::size_t row_offset, Metric metric) {
+  return make_cpu_engine(source, weights, n_threads, target, row_offset, metric);
 }
 
 template <class T>
 std::unique_ptr<Engine<T>> make_engine(CsrView<T> X, std::span<const double> weights, int n_threads,
-                                       const std::string& target) {
-  return make_sparse_engine(X, weights, n_threads, target);
+                                       const std::string& target, Metric metric) {
+  return make_sparse_engine(X, weights, n_threads, target, metric);
 }
 
 std::size_t granule(std::size_t cols, std::size_t elem_size) { return cpu_granule(cols, elem_size); }
@@ -42,10 +42,11 @@ std::vector<std::string> half_target_names() {
 
 #define FLASHKM_INSTANTIATE(T)                                                                                      \
   template std::unique_ptr<Engine<T>> make_engine<T>(MatrixView<T>, std::span<const double>, int,                \
-                                                     const std::string&, std::size_t);                           \
+                                                     const std::string&, std::size_t, Metric);                   \
   template std::unique_ptr<Engine<T>> make_engine<T>(RowSource<T>&, std::span<const double>, int,                \
-                                                     const std::string&, std::size_t);                           \
-  template std::unique_ptr<Engine<T>> make_engine<T>(CsrView<T>, std::span<const double>, int, const std::string&);
+                                                     const std::string&, std::size_t, Metric);                   \
+  template std::unique_ptr<Engine<T>> make_engine<T>(CsrView<T>, std::span<const double>, int, const std::string&, \
+                                                     Metric);
 FLASHKM_INSTANTIATE(float)
 FLASHKM_INSTANTIATE(double)
 #undef FLASHKM_INSTANTIATE

@@ -54,6 +54,7 @@ CpuEngine<T>::CpuEngine(Rows<T> rows, std::span<const double> weights, int n_thr
       row_bytes_(std::max<std::size_t>(1, rows.cols() * sizeof(T))),
       granule_(super_rows(row_bytes_)),
       weights_(weights.empty() ? nullptr : weights.data()),
+      lloyd_w_(weights_),
       threads_(n_threads > 0 ? n_threads : omp_get_max_threads()),
       table_(table),
       shift_(rows.cols()),
@@ -91,7 +92,7 @@ void CpuEngine<T>::set_mean(const double* mean) {
   inc_valid_ = false;  // the incremental update's sums are centred on the shift
   for (std::size_t j = 0; j < dim_; ++j) {
     mean_[j] = mean[j];
-    shift_t_[j] = static_cast<T>(mean_[j]);
+    shift_t_[j] = centre_on_mean_ ? static_cast<T>(mean_[j]) : T(0);
     shift_[j] = static_cast<double>(shift_t_[j]);
   }
 }
@@ -121,7 +122,7 @@ std::vector<FarPoint> CpuEngine<T>::farthest(std::size_t m) {
     out[t].dist = static_cast<double>(dist[i]);
     out[t].index = row_offset_ + i;
     out[t].label = labels[i];
-    out[t].weight = weights_ ? weights_[i] : 1.0;
+    out[t].weight = lloyd_w_ ? lloyd_w_[i] : 1.0;
     out[t].row.resize(dim_);
     row_centred(i, out[t].row.data());
   }
@@ -149,7 +150,18 @@ void CpuEngine<T>::set_centroids(const double* centroids, std::size_t k) {
 }
 
 template <class T>
-void CpuEngine<T>::set_inner_product(bool on) { inner_product_ = on; }
+void CpuEngine<T>::fix_metric(Metric metric) {
+  metric_ = metric;
+  if (metric == Metric::kEuclidean) return;
+  inner_product_ = true;
+  centre_on_mean_ = false;
+  const std::vector<double> means(mean_);
+  set_mean(means.data());  // the rows as given (the means kept for mean_variance)
+  if (metric == Metric::kCosine) {
+    cosine_w_ = normalising_weights(weights_);
+    lloyd_w_ = cosine_w_.data();
+  }
+}
 
 template <class T>
 double CpuEngine<T>::total_weight() {
@@ -157,12 +169,6 @@ double CpuEngine<T>::total_weight() {
   double total = 0;
   for (std::size_t i = 0; i < n_; ++i) total += weights_[i];
   return total;
-}
-
-template <class T>
-void CpuEngine<T>::set_weights(const double* weights) {
-  weights_ = weights;
-  inc_valid_ = false;  // the incremental update's sums were weighted by the old weights
 }
 
 template <class T>
@@ -626,14 +632,18 @@ template class CpuEngine<double>;
 
 template <class T>
 std::unique_ptr<Engine<T>> make_cpu_engine(MatrixView<T> X, std::span<const double> weights,
-                                           int n_threads, const std::string& target, std::size_t row_offset) {
+                                           int n_threads, const std::string& target, std::size_t row_offset,
+                                           Metric metric) {
   const KernelTable<T>* table = find_table<T>(requested_target(target));
-  return std::make_unique<CpuEngine<T>>(Rows<T>(X), weights, n_threads, table, row_offset);
+  auto engine = std::make_unique<CpuEngine<T>>(Rows<T>(X), weights, n_threads, table, row_offset);
+  engine->fix_metric(metric);
+  return engine;
 }
 
 template <class T>
 std::unique_ptr<Engine<T>> make_cpu_engine(RowSource<T>& source, std::span<const double> weights,
-                                           int n_threads, const std::string& target, std::size_t row_offset) {
+                                           int n_threads, const std::string& target, std::size_t row_offset,
+                                           Metric metric) {
   int half = 0;  // the rows' 16-bit type, if they are 16-bit floats (AMX can multiply them)
   if constexpr (std::is_same_v<T, float>) {
     if (const auto* h = dynamic_cast<const HalfBacked*>(&source)) half = h->half_type() == HalfType::kBFloat16 ? 1 : 2;
@@ -665,7 +675,9 @@ std::unique_ptr<Engine<T>> make_cpu_engine(RowSource<T>& source, std::span<const
     // on the one CPU measured (Sapphire Rapids) it ran at half the float32 kernels' speed.
     if (name.empty() && half && amx_usable() && fma_table(table->name)) amx = half;
   }
-  return std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table, row_offset, amx, kernel);
+  auto engine = std::make_unique<CpuEngine<T>>(Rows<T>(source), weights, n_threads, table, row_offset, amx, kernel);
+  engine->fix_metric(metric);
+  return engine;
 }
 
 std::size_t cpu_granule(std::size_t cols, std::size_t elem_size) {
@@ -674,15 +686,15 @@ std::size_t cpu_granule(std::size_t cols, std::size_t elem_size) {
 
 template std::unique_ptr<Engine<float>> make_cpu_engine<float>(MatrixView<float>,
                                                                std::span<const double>, int,
-                                                               const std::string&, std::size_t);
+                                                               const std::string&, std::size_t, Metric);
 template std::unique_ptr<Engine<double>> make_cpu_engine<double>(MatrixView<double>,
                                                                  std::span<const double>, int,
-                                                                 const std::string&, std::size_t);
+                                                                 const std::string&, std::size_t, Metric);
 template std::unique_ptr<Engine<float>> make_cpu_engine<float>(RowSource<float>&,
                                                                std::span<const double>, int,
-                                                               const std::string&, std::size_t);
+                                                               const std::string&, std::size_t, Metric);
 template std::unique_ptr<Engine<double>> make_cpu_engine<double>(RowSource<double>&,
                                                                  std::span<const double>, int,
-                                                                 const std::string&, std::size_t);
+                                                                 const std::string&, std::size_t, Metric);
 
 }  // namespace flashkm::detail

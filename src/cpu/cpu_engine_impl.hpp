@@ -53,10 +53,12 @@ class CpuEngine final : public Engine<T> {
   void row_centred(std::size_t i, double* out) override;
   double mean_variance() override;  // cpu_update.cc
   void set_centroids(const double* centroids, std::size_t k) override;
-  void set_inner_product(bool on) override;
   double total_weight() override;
-  void set_weights(const double* weights) override;
-  std::vector<double> normalising_weights(const double* weights) override;
+  /// The metric, once, by the factory before any other call (core/engine.hpp): the
+  /// inner-product metrics take the rows uncentred and argmax x.c; cosine's Lloyd steps weigh
+  /// the rows by w / ||x||.
+  void fix_metric(Metric metric);
+  Metric metric() const override { return metric_; }
   std::size_t assign(std::int32_t* labels, T* dist) override;  // cpu_assign.cc
   void lower_closest(const double* centroid, T* closest) override;
   void potentials(const double* candidates, std::size_t m, const T* closest, double* pot) override;
@@ -84,6 +86,9 @@ class CpuEngine final : public Engine<T> {
   bool begin_run(Prune prune, std::size_t k) override;  // cpu_bounded.cc
 
  private:
+  // w_i / ||x_i|| for this engine's rows (0 for all-zero rows), in float64: cosine's Lloyd weights.
+  std::vector<double> normalising_weights(const double* weights);
+
   // The panel width the kernels use for k centroids (both panels follow one contract).
   const PanelKernels<T>* panel_for(std::size_t k) const { return k <= table_->narrow.nr ? &table_->narrow : &table_->wide; }
 
@@ -226,7 +231,11 @@ class CpuEngine final : public Engine<T> {
   std::size_t dim_;
   std::size_t row_bytes_;
   std::size_t granule_;  // rows per update super-block; a RowSource's chunks are multiples
-  const double* weights_;
+  const double* weights_;       // the sample weights (seeding, total_weight, weights())
+  const double* lloyd_w_;       // the Lloyd steps' (update) weights: weights_, or cosine's w / ||x||
+  std::vector<double> cosine_w_;
+  Metric metric_ = Metric::kEuclidean;
+  bool centre_on_mean_ = true;  // Euclidean: shift_ is the means rounded to T; else zero
   int threads_;
   const KernelTable<T>* table_;
   std::unique_ptr<AssignProvider<T>> provider_;  // FlashAssign: the panels, or AMX for 16-bit rows

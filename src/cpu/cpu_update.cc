@@ -231,7 +231,7 @@ void CpuEngine<T>::update_group(const Chunk<T>& ch, std::size_t r0, std::size_t 
       const std::size_t a = r0 + sb * S;  // the super-block's first row in the chunk
       const std::size_t sb_end = std::min(S, r1 - a) + sb * S;  // its end in perm_
       const PointsRef<T> pts{ch.x.row(a), ch.x.stride, dim, shift_t_.data()};
-      const double* w = weights_ ? weights_ + ch.first + a : nullptr;
+      const double* w = lloyd_w_ ? lloyd_w_ + ch.first + a : nullptr;
       double acc = 0;
       for (std::size_t s = block_seg_[b]; s < block_seg_[b + 1]; ++s) {
         const std::size_t c = seg_cluster_[s];
@@ -353,7 +353,7 @@ void CpuEngine<T>::inc_refresh(const double* centroids, std::size_t k, const dou
   inc_n_.assign(k, 0);
   inc_labels_.assign(labels, labels + n_);
   for (std::size_t i = 0; i < n_; ++i) {
-    if (!weights_ || weights_[i] > 0) ++inc_n_[static_cast<std::size_t>(labels[i])];
+    if (!lloyd_w_ || lloyd_w_[i] > 0) ++inc_n_[static_cast<std::size_t>(labels[i])];
   }
   inc_k_ = k;
   inc_steps_ = 0;
@@ -474,7 +474,7 @@ void CpuEngine<T>::inc_apply_clusters(const Chunk<T>& ch, std::size_t k) {
       const bool removal = (ev_row_[e] & 1u) != 0;
       const T* row = ch.x.row(i);
       if (e + 1 < ev_off_[c + 1]) prefetch_lines<0>(ch.x.row(static_cast<std::size_t>(ev_row_[e + 1] >> 1)), dim * sizeof(T));
-      const double w = weights_ ? weights_[ch.first + i] : 1.0;
+      const double w = lloyd_w_ ? lloyd_w_[ch.first + i] : 1.0;
       const double sw = removal ? -w : w;
       // Two loops: the running sums (independent lanes, which the compiler vectorises) and
       // ||x - r||^2 in four fixed partial sums (its order does not depend on the target).
@@ -574,7 +574,7 @@ void CpuEngine<T>::compute_mean() {
   mean_.assign(dim, 0.0);
   for (std::size_t j = 0; j < dim; ++j) {
     mean_[j] = sums[j] / static_cast<double>(n_);
-    shift_t_[j] = static_cast<T>(mean_[j]);
+    shift_t_[j] = centre_on_mean_ ? static_cast<T>(mean_[j]) : T(0);
     shift_[j] = static_cast<double>(shift_t_[j]);
   }
 }

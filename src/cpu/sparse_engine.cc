@@ -56,6 +56,7 @@ class SparseEngine final : public Engine<T> {
         n_(X.rows),
         dim_(X.cols),
         weights_(weights.empty() ? nullptr : weights.data()),
+        lloyd_w_(weights_),
         threads_(n_threads > 0 ? n_threads : omp_get_max_threads()),
         table_(table),
         shift_(X.cols, 0.0),
@@ -132,16 +133,29 @@ class SparseEngine final : public Engine<T> {
       out[t].dist = static_cast<double>(dist[i]);
       out[t].index = i;
       out[t].label = labels[i];
-      out[t].weight = weights_ ? weights_[i] : 1.0;
+      out[t].weight = lloyd_w_ ? lloyd_w_[i] : 1.0;
       out[t].row.resize(dim_);
       row_centred(i, out[t].row.data());
     }
     return out;
   }
 
-  void set_weights(const double* weights) override { weights_ = weights; }
+  /// The metric, once, by the factory before any other call (core/engine.hpp; the rows are
+  /// never centred here): the inner-product metrics' argmax x.c, cosine's w / ||x|| weights for
+  /// the Lloyd steps.
+  Metric metric() const override { return metric_; }
+  void fix_metric(Metric metric) {
+    metric_ = metric;
+    if (metric == Metric::kEuclidean) return;
+    inner_product_ = true;
+    if (metric == Metric::kCosine) {
+      cosine_w_ = normalising_weights(weights_);
+      lloyd_w_ = cosine_w_.data();
+    }
+  }
 
-  std::vector<double> normalising_weights(const double* weights) override {
+  // w_i / ||x_i|| for the rows (0 for all-zero rows), in float64: cosine's Lloyd weights.
+  std::vector<double> normalising_weights(const double* weights) {
     std::vector<double> out(n_);
     for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t i = r0; i < r1; ++i) {
@@ -163,8 +177,6 @@ class SparseEngine final : public Engine<T> {
     for (std::size_t i = 0; i < n_; ++i) total += weights_[i];
     return total;
   }
-
-  void set_inner_product(bool on) override { inner_product_ = on; }
 
   // Bounded assignment over sparse rows (docs/KERNELS.md, "Sparse rows"): Yinyang's groups of
   // whole panels of a group packing, scored by group_min; bitwise the plain assignment. Only
@@ -385,7 +397,7 @@ class SparseEngine final : public Engine<T> {
       double ws = 0, sq = 0;
       for (std::size_t q = run_offsets_[c]; q < run_offsets_[c + 1]; ++q) {
         const std::size_t i = perm_[q];
-        const double w = weights_ ? weights_[i] : 1.0;
+        const double w = lloyd_w_ ? lloyd_w_[i] : 1.0;
         // ||x - c||^2 = ||c||^2 + sum over the row's non-zeros of (x_j - c_j)^2 - c_j^2.
         double d = cnorm;
         for (std::int64_t p = x_.row_offsets[i]; p < x_.row_offsets[i + 1]; ++p) {
@@ -393,10 +405,10 @@ class SparseEngine final : public Engine<T> {
           const double v = static_cast<double>(x_.values[p]);
           const double e = v - cen[j];
           d += e * e - cen[j] * cen[j];
-          sum[j] += weights_ ? w * v : v;
+          sum[j] += lloyd_w_ ? w * v : v;
         }
         ws += w;
-        sq += weights_ ? w * std::max(0.0, d) : std::max(0.0, d);
+        sq += lloyd_w_ ? w * std::max(0.0, d) : std::max(0.0, d);
       }
       wsums[c] = ws;
       inertia[c] = sq;
@@ -762,7 +774,10 @@ class SparseEngine final : public Engine<T> {
   CsrView<T> x_;
   std::size_t n_;
   std::size_t dim_;
-  const double* weights_;
+  const double* weights_;  // the sample weights (seeding, total_weight, weights())
+  const double* lloyd_w_;  // the Lloyd steps' (update) weights: weights_, or cosine's w / ||x||
+  std::vector<double> cosine_w_;
+  Metric metric_ = Metric::kEuclidean;
   int threads_;
   const SparseKernels<T>* table_;
   std::vector<double> shift_;  // zeros
@@ -808,13 +823,15 @@ class SparseEngine final : public Engine<T> {
 
 template <class T>
 std::unique_ptr<Engine<T>> make_sparse_engine(CsrView<T> X, std::span<const double> weights, int n_threads,
-                                              const std::string& target) {
-  return std::make_unique<SparseEngine<T>>(X, weights, n_threads, find_sparse_table<T>(target));
+                                              const std::string& target, Metric metric) {
+  auto engine = std::make_unique<SparseEngine<T>>(X, weights, n_threads, find_sparse_table<T>(target));
+  engine->fix_metric(metric);
+  return engine;
 }
 
 template std::unique_ptr<Engine<float>> make_sparse_engine<float>(CsrView<float>, std::span<const double>, int,
-                                                                  const std::string&);
+                                                                  const std::string&, Metric);
 template std::unique_ptr<Engine<double>> make_sparse_engine<double>(CsrView<double>, std::span<const double>, int,
-                                                                    const std::string&);
+                                                                    const std::string&, Metric);
 
 }  // namespace flashkm::detail

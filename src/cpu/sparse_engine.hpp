@@ -17,6 +17,6 @@ namespace flashkm::detail {
 /// unknown target and InvalidData for NaN or infinity (naming row and column).
 template <class T>
 std::unique_ptr<Engine<T>> make_sparse_engine(CsrView<T> X, std::span<const double> weights, int n_threads,
-                                              const std::string& target);
+                                              const std::string& target, Metric metric = Metric::kEuclidean);
 
 }  // namespace flashkm::detail

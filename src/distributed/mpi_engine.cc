@@ -196,17 +196,11 @@ class MpiEngine final : public detail::Engine<T> {
   }
 
   void set_centroids(const double* centroids, std::size_t k) override { local_->set_centroids(centroids, k); }
-  void set_inner_product(bool on) override { local_->set_inner_product(on); }
+  Metric metric() const override { return local_->metric(); }
   double total_weight() override {
     double w = local_->total_weight();
     allreduce_sum(&w, 1);
     return w;
-  }
-  void set_weights(const double* weights) override { local_->set_weights(weights); }
-  std::vector<double> normalising_weights(const double* weights) override {
-    std::vector<double> out;
-    collective([&] { out = local_->normalising_weights(weights); });
-    return out;
   }
 
   std::size_t assign(std::int32_t* labels, T* dist) override {
@@ -609,7 +603,8 @@ KMeansResult<T> fit(MatrixView<T> shard, const KMeansOptions& options, Comm comm
     if (shard.rows > 0) detail::check_view(shard, "X (this rank's shard)");
   });
   return fit_sharded<T>(shard.rows, shard.cols, options, [&](std::size_t offset) {
-    return detail::make_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset);
+    return detail::make_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset,
+                                  options.metric);
   });
 }
 
@@ -617,7 +612,8 @@ template <class T>
 KMeansResult<T> fit(RowSource<T>& shard, const KMeansOptions& options, Comm comm) {
   UseComm use(comm);
   return fit_sharded<T>(shard.rows(), shard.cols(), options, [&](std::size_t offset) {
-    return detail::make_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset);
+    return detail::make_engine<T>(shard, options.sample_weight, options.n_threads, options.target, offset,
+                                  options.metric);
   });
 }
 

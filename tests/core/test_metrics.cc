@@ -3,7 +3,10 @@
 
 #include <cmath>
 #include <random>
+#include <stdexcept>
 
+#include "core/backend.hpp"
+#include "core/fit_engine.hpp"
 #include "testlib.hpp"
 
 namespace flashkm {
@@ -176,6 +179,37 @@ TEST(Metrics, EuclideanIsUntouched) {
   o.metric = Metric::kEuclidean;
   const auto b = fit(MatrixView<float>(X.data(), n, d), o);
   EXPECT_EQ(a.centroids, b.centroids);
+}
+
+// The metric is fixed when the engine is made (core/engine.hpp), with no call that switches it
+// later: the inner-product metrics' engines take the rows uncentred (shift zero) but keep the
+// column means for mean_variance (tol's scale), a Euclidean engine centres on them, and the fit
+// driver refuses an engine made for another metric than the options'.
+TEST(Metrics, EngineIsMadeForItsMetric) {
+  const std::size_t n = 300, d = 5;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::vector<double> X(n * d);
+  for (std::size_t i = 0; i < X.size(); ++i) X[i] = 50.0 + 3.0 * g(rng);
+  const MatrixView<double> view(X.data(), n, d);
+  auto euclid = detail::make_engine<double>(view, {}, 2, "");
+  EXPECT_EQ(euclid->metric(), Metric::kEuclidean);
+  for (Metric m : {Metric::kCosine, Metric::kDot}) {
+    auto e = detail::make_engine<double>(view, {}, 2, "", 0, m);
+    EXPECT_EQ(e->metric(), m);
+    for (std::size_t j = 0; j < d; ++j) {
+      EXPECT_EQ(e->shift()[j], 0.0);
+      EXPECT_GT(euclid->shift()[j], 40.0);
+      EXPECT_EQ(e->mean()[j], euclid->mean()[j]);
+    }
+    EXPECT_EQ(e->mean_variance(), euclid->mean_variance());
+  }
+  KMeansOptions o;
+  o.n_clusters = 3;
+  o.metric = Metric::kCosine;
+  EXPECT_THROW(detail::fit_engine<double>(detail::make_engine<double>(view, {}, 2, ""), o), std::logic_error);
+  const auto fit = detail::fit_engine<double>(detail::make_engine<double>(view, {}, 2, "", 0, Metric::kCosine), o);
+  EXPECT_EQ(fit.labels.size(), n);
 }
 
 }  // namespace
