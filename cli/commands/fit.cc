@@ -28,6 +28,8 @@ struct FitArgs {
   std::string output = "centroids.npy";
   std::string labels;
   std::string init = "k-means++";
+  int init_rounds = 5;
+  double init_oversampling = 2.0;
   int n_init = 1;
   int max_iter = 300;
   double tol = 1e-4;
@@ -47,6 +49,8 @@ struct FitArgs {
 void set_run_options(const FitArgs& a, std::size_t k, KMeansOptions& opt) {
   opt.n_clusters = k;
   opt.n_init = a.n_init;
+  opt.init_rounds = a.init_rounds;
+  opt.init_oversampling = a.init_oversampling;
   opt.max_iter = a.max_iter;
   opt.tol = a.tol;
   opt.seed = a.seed;
@@ -212,6 +216,10 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info, const Ranks& ranks) {
     j["cols"] = d;
     j["k"] = k;
     j["init"] = a.init;
+    if (a.init == "k-means||") {
+      j["init_rounds"] = a.init_rounds;
+      j["init_oversampling"] = a.init_oversampling;
+    }
     j["n_init"] = n_init;
     j["best_init"] = result.best_init;
     j["n_iter"] = result.n_iter;
@@ -390,9 +398,15 @@ Command add_fit(CLI::App& app) {
   cmd->add_option("-o,--output", a->output, "centroids output (.npy, K x D)")->capture_default_str();
   cmd->add_option("--labels", a->labels, "also write each row's cluster (.npy, int32)");
   cmd->add_option("--init", a->init,
-                  "k-means++, k-means|| (faster for large K: 5 rounds of about 2K rows, then k-means++ "
-                  "on them), random, or a file of K x D initial centroids (any input format; (B, K, D) for a "
-                  "batch)")
+                  "k-means++, k-means|| (faster for large K: --init-rounds rounds of about "
+                  "--init-oversampling x K rows, then k-means++ on them), random, or a file of K x D initial "
+                  "centroids (any input format; (B, K, D) for a batch)")
+      ->capture_default_str();
+  cmd->add_option("--init-rounds", a->init_rounds, "k-means||: rounds of drawing (>= 1)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--init-oversampling", a->init_oversampling, "k-means||: rows drawn per round, as a multiple of K (> 0)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--n-init", a->n_init, "runs from different seeds; the lowest inertia wins")->capture_default_str();
   cmd->add_option("--max-iter", a->max_iter, "Lloyd iterations per run at most")->capture_default_str();

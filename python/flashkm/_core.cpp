@@ -66,10 +66,13 @@ nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init
              std::optional<Matrix<T>> init_centroids, int n_init, int max_iter, double tol,
              std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
              std::optional<nb::callable> callback, const std::string& target, const std::string& metric,
-             const std::string& prune, std::optional<nb::callable> seed_callback) {
+             const std::string& prune, std::optional<nb::callable> seed_callback, int init_rounds,
+             double init_oversampling) {
   flashkm::KMeansOptions o = kmeans_options<T>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
                                                n_threads, sample_weight, target, metric);
   o.prune = prune_of(prune);
+  o.init_rounds = init_rounds;
+  o.init_oversampling = init_oversampling;
   o.callback = python_callback(callback);
   o.seed_callback = python_seed_callback(seed_callback);
   flashkm::KMeansResult<T> r;
@@ -96,10 +99,13 @@ nb::dict fit_half(const HalfMatrix& X, const std::string& kind, std::size_t n_cl
                   std::optional<Matrix<float>> init_centroids, int n_init, int max_iter, double tol,
                   std::uint64_t seed, int n_threads, std::optional<Weights> sample_weight,
                   std::optional<nb::callable> callback, const std::string& target, const std::string& metric,
-                  const std::string& prune, std::optional<nb::callable> seed_callback) {
+                  const std::string& prune, std::optional<nb::callable> seed_callback, int init_rounds,
+                  double init_oversampling) {
   flashkm::KMeansOptions o = kmeans_options<float>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
                                                    n_threads, sample_weight, target, metric);
   o.prune = prune_of(prune);
+  o.init_rounds = init_rounds;
+  o.init_oversampling = init_oversampling;
   o.callback = python_callback(callback);
   o.seed_callback = python_seed_callback(seed_callback);
   const flashkm::HalfView hv = half_view(X, kind);
@@ -305,11 +311,13 @@ nb::dict fit_sparse(const Values<T>& data, const Indices& indices, const Offsets
                     int n_init, int max_iter, double tol, std::uint64_t seed, int n_threads,
                     std::optional<Weights> sample_weight, std::optional<nb::callable> callback,
                     const std::string& target, const std::string& metric, const std::string& prune,
-                    std::optional<nb::callable> seed_callback) {
+                    std::optional<nb::callable> seed_callback, int init_rounds, double init_oversampling) {
   const flashkm::CsrView<T> X = csr_view(data, indices, indptr, cols);
   flashkm::KMeansOptions o = kmeans_options<T>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
                                                n_threads, sample_weight, target, metric);
   o.prune = prune_of(prune);
+  o.init_rounds = init_rounds;
+  o.init_oversampling = init_oversampling;
   o.callback = python_callback(callback);
   o.seed_callback = python_seed_callback(seed_callback);
   flashkm::KMeansResult<T> r;
@@ -379,7 +387,7 @@ void bind_sparse(nb::module_& m) {
   m.def("fit_sparse", &fit_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a, "n_clusters"_a, "init"_a,
         "init_centroids"_a.none(), "n_init"_a, "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a,
         "sample_weight"_a.none(), "callback"_a.none(), "target"_a, "metric"_a = "euclidean", "prune"_a = "auto",
-        "seed_callback"_a.none() = nb::none());
+        "seed_callback"_a.none() = nb::none(), "init_rounds"_a = 5, "init_oversampling"_a = 2.0);
   m.def("kmeans_plusplus_sparse", &kmeans_plusplus_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a,
         "n_clusters"_a, "sample_weight"_a.none(), "seed"_a, "n_local_trials"_a, "n_threads"_a);
   m.def("predict_sparse", &predict_sparse<T>, "data"_a, "indices"_a, "indptr"_a, "n_cols"_a, "centroids"_a,
@@ -395,7 +403,7 @@ void bind_dtype(nb::module_& m) {
   m.def("fit", &fit<T>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(),
         "callback"_a.none(), "target"_a, "metric"_a = "euclidean", "prune"_a = "auto",
-        "seed_callback"_a.none() = nb::none());
+        "seed_callback"_a.none() = nb::none(), "init_rounds"_a = 5, "init_oversampling"_a = 2.0);
   m.def("kmeans_plusplus", &kmeans_plusplus<T>, "X"_a, "n_clusters"_a, "sample_weight"_a.none(), "seed"_a,
         "n_local_trials"_a, "n_threads"_a, "seed_callback"_a.none() = nb::none());
   m.def("predict", &predict<T>, "X"_a, "centroids"_a, "n_threads"_a, "target"_a, "metric"_a = "euclidean");
@@ -420,7 +428,8 @@ NB_MODULE(_core, m) {
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "metric"_a = "euclidean");
   m.def("fit_half", &fit_half, "X"_a, "kind"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a,
         "max_iter"_a, "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(), "callback"_a.none(),
-        "target"_a, "metric"_a = "euclidean", "prune"_a = "auto", "seed_callback"_a.none() = nb::none());
+        "target"_a, "metric"_a = "euclidean", "prune"_a = "auto", "seed_callback"_a.none() = nb::none(),
+        "init_rounds"_a = 5, "init_oversampling"_a = 2.0);
   m.def("predict_half", &predict_half, "X"_a, "kind"_a, "centroids"_a, "n_threads"_a, "target"_a,
         "metric"_a = "euclidean");
   m.def("available_targets", &flashkm::available_targets,

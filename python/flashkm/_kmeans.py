@@ -43,8 +43,8 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
     init : {'k-means++', 'k-means||', 'random'}, callable or array-like of shape \
             (n_clusters, n_features), default='k-means++'
         'k-means++' is scikit-learn's greedy k-means++ (2 + log(k) trials per step);
-        'k-means||' is Bahmani et al.'s k-means|| (5 rounds each drawing about 2 * n_clusters
-        rows, then weighted greedy k-means++ on the drawn rows):
+        'k-means||' is Bahmani et al.'s k-means|| (``init_rounds`` rounds each drawing about
+        ``init_oversampling * n_clusters`` rows, then weighted greedy k-means++ on the drawn rows):
         much faster for large n_clusters, the same for any number of threads;
         'random' draws n_clusters distinct rows (weighted by sample_weight); a callable is
         called as ``init(X, n_clusters, random_state)`` and must return the centroids.
@@ -55,6 +55,11 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
     tol : float, default=1e-4
         Relative tolerance: stop when the sum of squared centroid shifts is at most
         ``tol`` times the mean per-feature variance of X.
+    init_rounds : int, default=5
+        k-means||: rounds of drawing (at least 1). Ignored by the other inits.
+    init_oversampling : float, default=2.0
+        k-means||: rows drawn per round, as a multiple of n_clusters (more than 0). Ignored by
+        the other inits.
     verbose : int, default=0
         Print seeding progress (steps done, seconds so far and left) and per-iteration
         progress.
@@ -67,7 +72,8 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         Threads for the engine; None uses all cores. Results do not depend on it.
     prune : {'auto', True, False}, default='auto'
         Skip the point-centroid distances that triangle-inequality bounds prove useless
-        (Yinyang / Hamerly bounds, scored at GEMM speed). Changes the speed, never the result:
+        (one lower bound per centroid, Elkan's, where they fit in a row of X; else one per group
+        of centroids, Yinyang's; survivors scored at GEMM speed). Changes the speed, never the result:
         labels, centers, inertia, n_iter and history are bitwise those of ``prune=False``
         (only ``history_[i]['distances']`` and ``'seconds'`` differ). 'auto' prunes dense X
         where the bounds fit in X's own memory and n_clusters * n_features >= 2048 (below
@@ -112,6 +118,8 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         "prune": [StrOptions({"auto"}), "boolean"],
         "n_threads": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "metric": [StrOptions({"euclidean", "cosine", "dot"})],
+        "init_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
+        "init_oversampling": [Interval(numbers.Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -129,6 +137,8 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         n_threads=None,
         metric="euclidean",
         prune="auto",
+        init_rounds=5,
+        init_oversampling=2.0,
     ):
         self.n_clusters = n_clusters
         self.init = init
@@ -142,6 +152,8 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         self.metric = metric
         self.n_threads = n_threads
         self.prune = prune
+        self.init_rounds = init_rounds
+        self.init_oversampling = init_oversampling
 
     # -- helpers ---------------------------------------------------------------------------
     def _prune(self):
@@ -224,7 +236,8 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         n_init = self._n_init()
         common = dict(max_iter=self.max_iter, tol=float(self.tol), n_threads=self._threads(),
                       sample_weight=sw, callback=self._callback(), target="", metric=self.metric,
-                      prune=self._prune(), seed_callback=self._seed_callback())
+                      prune=self._prune(), seed_callback=self._seed_callback(),
+                      init_rounds=int(self.init_rounds), init_oversampling=float(self.init_oversampling))
         def engine_fit(init, centers, n_init, seed):
             if half:
                 return _core.fit_half(X16.view(np.uint16), half, self.n_clusters, init, centers,

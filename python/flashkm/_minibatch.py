@@ -42,10 +42,10 @@ class MiniBatchKMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, Transforme
     n_clusters : int, default=8
     init : {'k-means++', 'random'}, callable or array-like of shape (n_clusters, n_features), \
             default='k-means++'
-        Computed on a random subset of ``init_size`` rows. 'k-means++' and 'random' run the
-        flashkm engine's seeding (greedy k-means++ as scikit-learn does it, or distinct rows
-        drawn by weight) followed by one Lloyd step on that subset. A callable is called as
-        ``init(X_subset, n_clusters, random_state=random_state)``.
+        Computed on a random subset of ``init_size`` rows, as scikit-learn does: 'k-means++'
+        runs the flashkm engine's greedy k-means++ (scikit-learn's semantics) and 'random' draws
+        distinct rows by weight; the seeds are the centers, with no Lloyd step on the subset. A
+        callable is called as ``init(X_subset, n_clusters, random_state=random_state)``.
     max_iter : int, default=100
         Passes over the data: at most ``max_iter * n_samples // batch_size`` steps.
     batch_size : int, default=1024

@@ -256,3 +256,17 @@ def test_errors_like_scikit_learn():
         flashkm.MiniBatchKMeans(3).fit(X, sample_weight=np.zeros(len(X)))
     with pytest.raises(ValueError, match="features"):
         flashkm.MiniBatchKMeans(3).fit(X).partial_fit(X[:, :2])
+
+
+@pytest.mark.parametrize("init", ["k-means++", "random"])
+def test_init_seeds_are_rows_without_a_lloyd_step(init):
+    # As scikit-learn: the initial centers are the seeds drawn from init_size rows, each a row
+    # of X itself; a Lloyd step on the subset would move them to means of rows.
+    X, _ = make_blobs(n_samples=600, centers=6, n_features=5, random_state=4)
+    w = np.random.RandomState(2).uniform(0.5, 2.0, X.shape[0])
+    est = flashkm.MiniBatchKMeans(n_clusters=6, init=init, init_size=200, random_state=0, n_init=1)
+    est._init_size = 200
+    centers = est._init_centroids(X, w, np.random.RandomState(0))
+    assert centers.shape == (6, 5)
+    for c in centers:
+        assert np.any(np.all(X == c, axis=1)), c

@@ -112,6 +112,25 @@ def test_kmeans_parallel_init():
     assert a.init_seconds_ > 0
 
 
+def test_kmeans_parallel_options():
+    # init_rounds and init_oversampling reach k-means|| (other draws, other seeds), are ignored
+    # by k-means++, and are validated as scikit-learn validates parameters.
+    X = blobs(n=3000, centers=30, d=8)
+
+    def fit(**kw):
+        return flashkm.KMeans(30, random_state=1, max_iter=1, n_threads=2, **kw).fit(X)
+
+    base = fit(init="k-means||")
+    np.testing.assert_array_equal(base.cluster_centers_,
+                                  fit(init="k-means||", init_rounds=5, init_oversampling=2.0).cluster_centers_)
+    assert not np.array_equal(base.cluster_centers_, fit(init="k-means||", init_rounds=2).cluster_centers_)
+    assert not np.array_equal(base.cluster_centers_, fit(init="k-means||", init_oversampling=0.5).cluster_centers_)
+    np.testing.assert_array_equal(fit().cluster_centers_, fit(init_rounds=1, init_oversampling=7.0).cluster_centers_)
+    for bad in [dict(init_rounds=0), dict(init_oversampling=0.0), dict(init_oversampling=-1.0)]:
+        with pytest.raises(ValueError):
+            fit(init="k-means||", **bad)
+
+
 def test_verbose_reports_seeding(capsys):
     flashkm.KMeans(12, verbose=1, random_state=0).fit(blobs())
     out = capsys.readouterr().out

@@ -166,6 +166,26 @@ class Formats(Base):
         self.assertEqual(runs["pp1"], runs["pp2"])
         self.assertEqual(runs["par1"], runs["par2"])
         self.assertNotEqual(runs["pp1"], runs["par1"])
+        # k-means||'s rounds and oversampling: the defaults spelled out give the same bits, other
+        # values other seeds (one Lloyd step keeps them apart); bad values are usage errors.
+        for name, extra in (("d", ["--init-rounds", "5", "--init-oversampling", "2"]), ("r", ["--init-rounds", "2"]),
+                            ("o", ["--init-oversampling", "0.5"])):
+            p = self.run_km("fit", x, "-k", "40", "-o", name + ".npy", "--json", "--seed", "4", "--init", "k-means||",
+                            "--max-iter", "1", *extra)
+            j = json.loads(p.stdout)
+            self.assertEqual(j["init_rounds"], int(extra[extra.index("--init-rounds") + 1]) if "--init-rounds" in extra else 5)
+            with open(self.path(name + ".npy"), "rb") as f:
+                runs[name] = f.read()
+        self.run_km("fit", x, "-k", "40", "-o", "one.npy", "--seed", "4", "--init", "k-means||", "--max-iter", "1")
+        with open(self.path("one.npy"), "rb") as f:
+            one = f.read()
+        self.assertEqual(runs["d"], one)
+        self.assertNotEqual(runs["r"], one)
+        self.assertNotEqual(runs["o"], one)
+        for bad in (["--init-rounds", "0"], ["--init-oversampling", "0"], ["--init-oversampling", "-1"]):
+            p = self.run_km("fit", x, "-k", "40", "--init", "k-means||", *bad, rc=None)
+            self.assertEqual(p.returncode, 2, bad)
+            self.assertIn(bad[0], p.stderr)
 
     def test_every_format_gives_the_same_centroids(self):
         rows, cols, k = 600, 5, 4
