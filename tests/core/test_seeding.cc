@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "core/backend.hpp"
 #include "core/exact_sum.hpp"
 #include "core/init.hpp"
 #include "core/seeding.hpp"
@@ -191,6 +192,77 @@ TYPED_TEST(SeedingTest, StreamedBitwise) {
   // The plain seeding reads the source twice a centre; keeping a candidate re-reads it only
   // while its lowerings do not fit (the first steps).
   EXPECT_LT(src.passes() - before, 3 * k / 2) << "passes over the source";
+}
+
+// The public kmeans_plusplus: its indices name the rows the plain seeding chooses (the centres
+// are those rows minus the engine's shift, bit for bit), with weights, on 1 and 3 threads.
+TYPED_TEST(SeedingTest, IndicesAreThePlainSeedingsRows) {
+  using T = TypeParam;
+  const std::size_t n = 4000, d = 19, k = 50;
+  const auto X = blobs<T>(n, d, 30, 8, 6.0, 20.0);
+  std::mt19937_64 rng(4);
+  std::uniform_real_distribution<double> u(0.1, 3);
+  std::vector<double> w(n);
+  for (double& v : w) v = u(rng);
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    KMeansOptions o;
+    o.seed = 12;
+    o.n_threads = threads;
+    o.sample_weight = w;
+    const SeedResult<T> got = kmeans_plusplus(MatrixView<T>(X.data(), n, d), k, o);
+    auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), w, threads, "");
+    std::mt19937_64 r(o.seed);
+    const std::vector<double> want = detail::init_kmeanspp_plain(*engine, k, r);
+    ASSERT_EQ(got.indices.size(), k);
+    ASSERT_EQ(want.size(), k * d);
+    for (std::size_t t = 0; t < k; ++t) {
+      const auto i = static_cast<std::size_t>(got.indices[t]);
+      ASSERT_LT(i, n);
+      for (std::size_t j = 0; j < d; ++j) {
+        EXPECT_EQ(static_cast<double>(X[i * d + j]) - engine->shift()[j], want[t * d + j]) << "centre " << t;
+        EXPECT_EQ(got.centers[t * d + j], X[i * d + j]);
+      }
+    }
+  }
+}
+
+// 16-bit rows (float16 and bfloat16, widened a chunk at a time as the engine reads them, on AMX
+// tiles where the CPU has them): bitwise the plain seeding on the same engine, with weights, on
+// 1 and 3 threads.
+TEST(Seeding, HalfInputBitwise) {
+  const std::size_t n = 5000, d = 24, k = 40;
+  const auto X = blobs<float>(n, d, 30, 5, 6.0);
+  std::vector<double> w(n);
+  for (std::size_t i = 0; i < n; ++i) w[i] = 0.5 + static_cast<double>(i % 7);
+  for (HalfType type : {HalfType::kFloat16, HalfType::kBFloat16}) {
+    std::vector<std::uint16_t> H(X.size());
+    for (std::size_t i = 0; i < X.size(); ++i) {
+      std::uint32_t b;
+      std::memcpy(&b, &X[i], 4);
+      if (type == HalfType::kBFloat16) {
+        H[i] = static_cast<std::uint16_t>(b >> 16);
+        continue;
+      }
+      // float16: the value's top 10 mantissa bits (zero below float16's normal range).
+      const int e = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
+      const std::uint32_t sign = (b >> 16) & 0x8000u;
+      H[i] = e <= 0 ? static_cast<std::uint16_t>(sign)
+                    : static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(e) << 10) | ((b >> 13) & 0x3ffu));
+    }
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << (type == HalfType::kFloat16 ? "float16" : "bfloat16") << ", " << threads
+                                        << " threads");
+      auto source = detail::make_half_source(HalfView{H.data(), n, d, d, type}, threads);
+      auto engine = detail::make_cpu_engine<float>(*source, w, threads, "");
+      const std::vector<double> want = plain(*engine, k, 21);
+      const Seeds got = bounded(*engine, k, 21);
+      EXPECT_TRUE(same_bits(want, got.centres));
+      // The plain seeding computes N distances per centre and per candidate (2 + ln K each step).
+      const std::uint64_t trials = 2 + static_cast<std::uint64_t>(std::log(static_cast<double>(k)));
+      EXPECT_LT(got.distances, static_cast<std::uint64_t>(n) * (k + (k - 1) * trials));
+    }
+  }
 }
 
 // In low dimension the bounds skip most distances (the plain seeding computes N per centre

@@ -464,6 +464,38 @@ TEST(Prune, BFloat16Input) {
 }
 
 
+// float16 rows (their top 10 mantissa bits; zero below float16's normal range): pruned bitwise
+// unpruned, and both the float32 fit of the same values.
+TEST(Prune, Float16Input) {
+  const std::size_t n = 6000, d = 24, k = 40;
+  auto X = blobs<float>(n, d, 30, 14, 5.0);
+  std::vector<std::uint16_t> H(X.size());
+  for (std::size_t i = 0; i < X.size(); ++i) {
+    std::uint32_t b;
+    std::memcpy(&b, &X[i], 4);
+    const int e = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
+    const std::uint32_t sign = (b >> 16) & 0x8000u;
+    ASSERT_LT(e, 31);
+    if (e <= 0) {
+      H[i] = static_cast<std::uint16_t>(sign);
+      b &= 0x80000000u;
+    } else {
+      H[i] = static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(e) << 10) | ((b >> 13) & 0x3ffu));
+      b &= 0xffffe000u;
+    }
+    std::memcpy(&X[i], &b, 4);  // the float32 value of the float16
+  }
+  KMeansOptions o = to_convergence(k, 20);
+  const auto on32 = check(X, n, d, o);
+  o.prune = Prune::kOff;
+  const auto off16 = fit(HalfView{H.data(), n, d, d, HalfType::kFloat16}, o);
+  o.prune = Prune::kOn;
+  const auto on16 = fit(HalfView{H.data(), n, d, d, HalfType::kFloat16}, o);
+  expect_bitwise(off16, on16);
+  expect_bitwise(on32, on16);
+}
+
+
 // The incremental update (docs/KERNELS.md, "Incremental update"): once few labels move, a step
 // applies only the moved rows to the sums it kept. Each incremental step's sums, weights and
 // inertia must match a full update of the same labels (to rounding; counts exactly), a cluster
