@@ -10,6 +10,29 @@ using namespace flashkm_py;
 
 namespace {
 
+// Seeding progress for the verbose output (flashkm.mpi.KMeans passes it on rank 0 only). It never
+// throws: an exception on one rank would leave the others waiting in a collective (Ctrl-C is
+// noticed by the iteration callback, at the end of the first iteration).
+flashkm::SeedCallback seed_reporter(const std::optional<nb::callable>& callback) {
+  if (!callback) return {};
+  return [&callback](const flashkm::SeedStats& s) {
+    nb::gil_scoped_acquire gil;
+    nb::dict d;
+    d["phase"] = s.phase;
+    d["done"] = s.done;
+    d["total"] = s.total;
+    d["distances"] = s.distances;
+    d["seconds"] = s.seconds;
+    d["seconds_left"] = s.seconds_left;
+    d["init_run"] = s.init_run;
+    try {
+      (*callback)(d);
+    } catch (const nb::python_error&) {
+      // Dropped (see above); the fit goes on.
+    }
+  };
+}
+
 // mpi::fit over this rank's rows. The callback (Python, with the GIL) may ask to stop; so may
 // Ctrl-C. A stop is never an exception here: an exception on one rank would leave the others
 // waiting in a collective, while a stop is agreed by all ranks at the end of the iteration.
@@ -17,10 +40,14 @@ template <class T>
 nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init,
              std::optional<Matrix<T>> init_centroids, int n_init, int max_iter, double tol, std::uint64_t seed,
              int n_threads, std::optional<Weights> sample_weight, std::optional<nb::callable> callback,
-             const std::string& metric, const std::string& prune, int comm_fortran) {
+             const std::string& metric, const std::string& prune, int comm_fortran,
+             std::optional<nb::callable> seed_callback, int init_rounds, double init_oversampling) {
   flashkm::KMeansOptions o = kmeans_options<T>(n_clusters, init, init_centroids, n_init, max_iter, tol, seed,
                                                n_threads, sample_weight, "", metric);
   o.prune = prune_of(prune);
+  o.init_rounds = init_rounds;
+  o.init_oversampling = init_oversampling;
+  o.seed_callback = seed_reporter(seed_callback);
   bool interrupted = false;
   o.callback = [&](const flashkm::IterationStats& s) {
     nb::gil_scoped_acquire gil;
@@ -47,7 +74,7 @@ template <class T>
 void bind(nb::module_& m) {
   m.def("fit", &fit<T>, "X"_a, "n_clusters"_a, "init"_a, "init_centroids"_a.none(), "n_init"_a, "max_iter"_a,
         "tol"_a, "seed"_a, "n_threads"_a, "sample_weight"_a.none(), "callback"_a.none(), "metric"_a, "prune"_a,
-        "comm"_a);
+        "comm"_a, "seed_callback"_a.none() = nb::none(), "init_rounds"_a = 5, "init_oversampling"_a = 2.0);
 }
 
 }  // namespace

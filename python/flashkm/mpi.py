@@ -88,8 +88,8 @@ class KMeans(_KMeans):
     ``transform`` and ``score`` work on the rows they are given, locally. ``init`` may be
     'k-means++' (run on a sample of at most max(64 K, 65536) rows gathered from all ranks),
     'k-means||' (likewise), 'random' (exactly the rows one process would draw) or an array;
-    not a callable. Ctrl-C on any rank stops every rank at the end of the iteration with
-    KeyboardInterrupt.
+    not a callable. ``verbose`` prints on rank 0, seeding progress included. Ctrl-C on any rank
+    stops every rank at the end of the iteration with KeyboardInterrupt.
     """
 
     _parameter_constraints = {
@@ -113,11 +113,14 @@ class KMeans(_KMeans):
         n_threads=None,
         metric="euclidean",
         prune="auto",
+        init_rounds=5,
+        init_oversampling=2.0,
         comm=None,
     ):
         super().__init__(n_clusters=n_clusters, init=init, n_init=n_init, max_iter=max_iter, tol=tol,
                          verbose=verbose, random_state=random_state, copy_x=copy_x, algorithm=algorithm,
-                         n_threads=n_threads, metric=metric, prune=prune)
+                         n_threads=n_threads, metric=metric, prune=prune, init_rounds=init_rounds,
+                         init_oversampling=init_oversampling)
         self.comm = comm
 
     def _comm(self):
@@ -162,7 +165,9 @@ class KMeans(_KMeans):
         res = engine.fit(X, self.n_clusters, init, centers, n_init=n_init, max_iter=self.max_iter,
                          tol=float(self.tol), seed=seed, n_threads=self._threads(), sample_weight=sw,
                          callback=report if self.verbose and is_root else None, metric=self.metric,
-                         prune=self._prune(), comm=comm.py2f())
+                         prune=self._prune(), comm=comm.py2f(),
+                         seed_callback=self._seed_callback() if is_root else None,
+                         init_rounds=int(self.init_rounds), init_oversampling=float(self.init_oversampling))
         if any(comm.allgather(bool(res["interrupted"]))):
             raise KeyboardInterrupt("flashkm.mpi.KMeans.fit interrupted on a rank; every rank stopped")
         self.cluster_centers_ = res["centroids"]

@@ -1,5 +1,7 @@
 """Run by test_mpi.py under mpirun: each rank fits its share of one data set with flashkm.mpi.KMeans
 and saves what it got to OUT/rank<R>.npz (or the error it raised to OUT/rank<R>.err)."""
+import contextlib
+import io
 import os
 import sys
 
@@ -29,6 +31,14 @@ def run(case):
         mine[0, 3] = np.nan
     if case == "columns" and rank == 0:
         mine = mine[:, :5]
+    if case == "verbose":  # k-means|| with its options, verbose: rank 0 prints the seeding
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            km = KMeans(n_clusters=6, init="k-means||", init_rounds=2, init_oversampling=3.0, n_init=1,
+                        random_state=11, n_threads=1, verbose=1).fit(mine, sample_weight=w_mine)
+        np.savez(os.path.join(out, f"{case}-rank{rank}.npz"), centers=km.cluster_centers_, labels=km.labels_,
+                 printed=np.array(text.getvalue()))
+        return
     try:
         init = {"random": "random", "array": X[[3, 500, 1000, 2000, 3000, 4000]]}.get(case, "k-means++")
         km = KMeans(n_clusters=6, init=init, n_init=1, random_state=11, n_threads=1,

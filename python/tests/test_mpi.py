@@ -88,3 +88,19 @@ def test_sub_communicators_and_errors_reach_every_rank(tmp_path):
         for r, text in errors.items():
             assert text.startswith("ValueError"), text
             assert fragment.lower() in text.lower(), text
+
+
+def test_kmeans_parallel_options_and_verbose_seeding(tmp_path):
+    # init_rounds and init_oversampling reach the MPI engine (2 ranks give the one-process
+    # answer's labels, as k-means|| draws the same rows for any split); verbose prints the
+    # seeding's progress on rank 0 only.
+    results, errors = run(tmp_path, 2, "verbose")["verbose"]
+    assert not errors, errors
+    X, w = data()
+    one = KMeans(n_clusters=6, init="k-means||", init_rounds=2, init_oversampling=3.0, n_init=1, random_state=11,
+                 n_threads=1).fit(X, sample_weight=w)
+    np.testing.assert_array_equal(np.concatenate([results[r]["labels"] for r in range(2)]), one.labels_)
+    printed = str(results[0]["printed"])
+    assert "Seeding (k-means||): 2/2" in printed, printed
+    assert "Iteration 0" in printed, printed
+    assert str(results[1]["printed"]) == ""
