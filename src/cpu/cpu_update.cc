@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "cpu/cpu_engine_impl.hpp"
@@ -60,6 +61,7 @@ double CpuEngine<T>::update(const std::int32_t* labels, const double* centroids,
 template <class T>
 double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, double* sums, double* wsums,
                                    std::size_t* changed) {
+  if (run_labels_.size() != n_) throw std::logic_error("Engine::assign_update called before begin_run");
   std::int32_t* labels = run_labels_.data();
   T* dist = run_dist_.data();
   set_centroids(centroids, k);

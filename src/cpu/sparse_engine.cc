@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -420,6 +421,7 @@ class SparseEngine final : public Engine<T> {
 
   double assign_update(const double* centroids, std::size_t k, double* sums, double* wsums,
                        std::size_t* changed) override {
+    if (run_labels_.size() != n_) throw std::logic_error("Engine::assign_update called before begin_run");
     std::int32_t* labels = run_labels_.data();
     T* dist = run_dist_.data();
     iter_bounded_ = false;
