@@ -245,6 +245,31 @@ std::vector<float> load_fashion_mnist(std::size_t max_rows, std::size_t& n, std:
   return X;
 }
 
+std::vector<std::uint16_t> to_half(std::vector<float>& X, HalfType type) {
+  std::vector<std::uint16_t> H(X.size());
+  for (std::size_t i = 0; i < X.size(); ++i) {
+    std::uint32_t b;
+    std::memcpy(&b, &X[i], 4);
+    if (type == HalfType::kBFloat16) {
+      H[i] = static_cast<std::uint16_t>(b >> 16);
+      b &= 0xffff0000u;
+    } else {
+      const int e = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
+      const std::uint32_t sign = (b >> 16) & 0x8000u;
+      EXPECT_LT(e, 31) << X[i] << " is beyond float16's range";
+      if (e <= 0) {
+        H[i] = static_cast<std::uint16_t>(sign);
+        b &= 0x80000000u;
+      } else {
+        H[i] = static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(e) << 10) | ((b >> 13) & 0x3ffu));
+        b &= 0xffffe000u;
+      }
+    }
+    std::memcpy(&X[i], &b, 4);
+  }
+  return H;
+}
+
 template <class T>
 std::string update_path(const std::vector<T>& X, std::size_t n, std::size_t d, std::size_t k) {
   auto engine = detail::make_cpu_engine<T>(MatrixView<T>(X.data(), n, d), {}, 2, "");

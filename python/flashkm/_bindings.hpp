@@ -54,6 +54,18 @@ inline nb::dict stats_dict(const flashkm::IterationStats& s) {
   return d;
 }
 
+inline nb::dict seed_stats_dict(const flashkm::SeedStats& s) {
+  nb::dict d;
+  d["phase"] = s.phase;
+  d["done"] = s.done;
+  d["total"] = s.total;
+  d["distances"] = s.distances;
+  d["seconds"] = s.seconds;
+  d["seconds_left"] = s.seconds_left;
+  d["init_run"] = s.init_run;
+  return d;
+}
+
 inline flashkm::Metric metric_of(const std::string& name) {
   if (name == "euclidean") return flashkm::Metric::kEuclidean;
   if (name == "cosine") return flashkm::Metric::kCosine;

@@ -48,15 +48,7 @@ flashkm::SeedCallback python_seed_callback(const std::optional<nb::callable>& ca
   return [&callback](const flashkm::SeedStats& s) {
     nb::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw nb::python_error();
-    nb::dict d;
-    d["phase"] = s.phase;
-    d["done"] = s.done;
-    d["total"] = s.total;
-    d["distances"] = s.distances;
-    d["seconds"] = s.seconds;
-    d["seconds_left"] = s.seconds_left;
-    d["init_run"] = s.init_run;
-    (*callback)(d);
+    (*callback)(seed_stats_dict(s));
   };
 }
 

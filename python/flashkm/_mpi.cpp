@@ -17,16 +17,8 @@ flashkm::SeedCallback seed_reporter(const std::optional<nb::callable>& callback)
   if (!callback) return {};
   return [&callback](const flashkm::SeedStats& s) {
     nb::gil_scoped_acquire gil;
-    nb::dict d;
-    d["phase"] = s.phase;
-    d["done"] = s.done;
-    d["total"] = s.total;
-    d["distances"] = s.distances;
-    d["seconds"] = s.seconds;
-    d["seconds_left"] = s.seconds_left;
-    d["init_run"] = s.init_run;
     try {
-      (*callback)(d);
+      (*callback)(seed_stats_dict(s));
     } catch (const nb::python_error&) {
       // Dropped (see above); the fit goes on.
     }

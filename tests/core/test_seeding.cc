@@ -236,20 +236,8 @@ TEST(Seeding, HalfInputBitwise) {
   std::vector<double> w(n);
   for (std::size_t i = 0; i < n; ++i) w[i] = 0.5 + static_cast<double>(i % 7);
   for (HalfType type : {HalfType::kFloat16, HalfType::kBFloat16}) {
-    std::vector<std::uint16_t> H(X.size());
-    for (std::size_t i = 0; i < X.size(); ++i) {
-      std::uint32_t b;
-      std::memcpy(&b, &X[i], 4);
-      if (type == HalfType::kBFloat16) {
-        H[i] = static_cast<std::uint16_t>(b >> 16);
-        continue;
-      }
-      // float16: the value's top 10 mantissa bits (zero below float16's normal range).
-      const int e = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
-      const std::uint32_t sign = (b >> 16) & 0x8000u;
-      H[i] = e <= 0 ? static_cast<std::uint16_t>(sign)
-                    : static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(e) << 10) | ((b >> 13) & 0x3ffu));
-    }
+    std::vector<float> Xt = X;
+    const std::vector<std::uint16_t> H = testing::to_half(Xt, type);
     for (int threads : {1, 3}) {
       SCOPED_TRACE(::testing::Message() << (type == HalfType::kFloat16 ? "float16" : "bfloat16") << ", " << threads
                                         << " threads");

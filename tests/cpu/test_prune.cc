@@ -441,60 +441,24 @@ TEST(Prune, CountsIndependentOfThreads) {
   for (std::size_t i = 0; i < one.history.size(); ++i) EXPECT_EQ(one.history[i].distances, three.history[i].distances);
 }
 
-// 16-bit input (bfloat16 rows): pruned bitwise the unpruned 16-bit fit and the float32 fit.
-TEST(Prune, BFloat16Input) {
+// 16-bit input (X truncated to bfloat16 or float16): pruned bitwise the unpruned 16-bit fit and
+// the float32 fit of the same values.
+void half_input_bitwise(HalfType type, std::uint64_t seed) {
   const std::size_t n = 6000, d = 24, k = 40;
-  auto X = blobs<float>(n, d, 30, 12, 5.0);
-  std::vector<std::uint16_t> H(X.size());
-  for (std::size_t i = 0; i < X.size(); ++i) {
-    std::uint32_t b;
-    std::memcpy(&b, &X[i], 4);
-    H[i] = static_cast<std::uint16_t>(b >> 16);
-    b &= 0xffff0000u;
-    std::memcpy(&X[i], &b, 4);  // the float32 value of the truncated bfloat16
-  }
+  auto X = blobs<float>(n, d, 30, seed, 5.0);
+  const std::vector<std::uint16_t> H = testing::to_half(X, type);
   KMeansOptions o = to_convergence(k, 20);
   const auto on32 = check(X, n, d, o);
   o.prune = Prune::kOff;
-  const auto off16 = fit(HalfView{H.data(), n, d, d, HalfType::kBFloat16}, o);
+  const auto off16 = fit(HalfView{H.data(), n, d, d, type}, o);
   o.prune = Prune::kOn;
-  const auto on16 = fit(HalfView{H.data(), n, d, d, HalfType::kBFloat16}, o);
+  const auto on16 = fit(HalfView{H.data(), n, d, d, type}, o);
   expect_bitwise(off16, on16);
   expect_bitwise(on32, on16);
 }
 
-
-// float16 rows (their top 10 mantissa bits; zero below float16's normal range): pruned bitwise
-// unpruned, and both the float32 fit of the same values.
-TEST(Prune, Float16Input) {
-  const std::size_t n = 6000, d = 24, k = 40;
-  auto X = blobs<float>(n, d, 30, 14, 5.0);
-  std::vector<std::uint16_t> H(X.size());
-  for (std::size_t i = 0; i < X.size(); ++i) {
-    std::uint32_t b;
-    std::memcpy(&b, &X[i], 4);
-    const int e = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
-    const std::uint32_t sign = (b >> 16) & 0x8000u;
-    ASSERT_LT(e, 31);
-    if (e <= 0) {
-      H[i] = static_cast<std::uint16_t>(sign);
-      b &= 0x80000000u;
-    } else {
-      H[i] = static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(e) << 10) | ((b >> 13) & 0x3ffu));
-      b &= 0xffffe000u;
-    }
-    std::memcpy(&X[i], &b, 4);  // the float32 value of the float16
-  }
-  KMeansOptions o = to_convergence(k, 20);
-  const auto on32 = check(X, n, d, o);
-  o.prune = Prune::kOff;
-  const auto off16 = fit(HalfView{H.data(), n, d, d, HalfType::kFloat16}, o);
-  o.prune = Prune::kOn;
-  const auto on16 = fit(HalfView{H.data(), n, d, d, HalfType::kFloat16}, o);
-  expect_bitwise(off16, on16);
-  expect_bitwise(on32, on16);
-}
-
+TEST(Prune, BFloat16Input) { half_input_bitwise(HalfType::kBFloat16, 12); }
+TEST(Prune, Float16Input) { half_input_bitwise(HalfType::kFloat16, 14); }
 
 // The incremental update (docs/KERNELS.md, "Incremental update"): once few labels move, a step
 // applies only the moved rows to the sums it kept. Each incremental step's sums, weights and
