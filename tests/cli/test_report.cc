@@ -137,6 +137,22 @@ TEST(Report, SummaryTable) {
   EXPECT_NE(page.find("<td>all cores</td>"), std::string::npos);
 }
 
+// The seeding's own time in the summary (and the page's data), and each iteration's distances
+// computed in the per-iteration table, grouped by thousands.
+TEST(Report, SeedingTimeAndDistancesComputed) {
+  ReportData d = sample_data();
+  d.init_seconds = 0.125;
+  for (std::size_t i = 0; i < d.history.size(); ++i) d.history[i].distances = 12345100u + i;  // i < 10
+  const std::string page = render_report_html(d);
+  EXPECT_NE(page.find("<th scope=\"row\">Seeding</th><td>0.125 s</td>"), std::string::npos);
+  EXPECT_NE(json_of(page).find("\"init_seconds\":0.125"), std::string::npos) << json_of(page);
+  EXPECT_EQ(count(page, "<th class=\"num\">distances computed</th>"), 1u);
+  for (std::size_t i = 0; i < d.history.size(); ++i) {
+    const std::string cell = "<td class=\"num\">12,345,10" + std::to_string(i) + "</td>";
+    EXPECT_EQ(count(page, cell), 1u) << cell;
+  }
+}
+
 TEST(Report, HostileFileNameIsEscaped) {
   ReportData d = sample_data();
   d.input = "</script><script>alert(1)</script><!-- & \"x\" 'y'.npy";
