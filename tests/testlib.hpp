@@ -18,13 +18,13 @@ template <class T>
 std::vector<T> blobs(std::size_t n, std::size_t d, std::size_t k, std::uint64_t seed,
                      double spread = 4.0, double offset = 0.0);
 
-/// n x d small integers in [-range, range]: every product and sum of a kernel is exact in
-/// float32, so SIMD and reference kernels must agree bit for bit.
 /// X's values as 16-bit `type` bits, truncated (bfloat16: the top 16 bits; float16: the top 10
 /// mantissa bits, zero below float16's normal range; X must stay below its 65504), and X
 /// replaced by the float32 value of each, so that X and the bits hold the same numbers.
 std::vector<std::uint16_t> to_half(std::vector<float>& X, HalfType type);
 
+/// n x d small integers in [-range, range]: every product and sum of a kernel is exact in
+/// float32, so SIMD and reference kernels must agree bit for bit.
 template <class T>
 std::vector<T> small_ints(std::size_t n, std::size_t d, std::uint64_t seed, int range = 8);
 

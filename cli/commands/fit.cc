@@ -216,10 +216,8 @@ int run_fit(const FitArgs& a, const io::DatasetInfo& info, const Ranks& ranks) {
     j["cols"] = d;
     j["k"] = k;
     j["init"] = a.init;
-    if (a.init == "k-means||") {
-      j["init_rounds"] = a.init_rounds;
-      j["init_oversampling"] = a.init_oversampling;
-    }
+    j["init_rounds"] = a.init_rounds;  // k-means||'s (also for large-K k-means++ under --distributed)
+    j["init_oversampling"] = a.init_oversampling;
     j["n_init"] = n_init;
     j["best_init"] = result.best_init;
     j["n_iter"] = result.n_iter;

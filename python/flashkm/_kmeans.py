@@ -56,10 +56,11 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         Relative tolerance: stop when the sum of squared centroid shifts is at most
         ``tol`` times the mean per-feature variance of X.
     init_rounds : int, default=5
-        k-means||: rounds of drawing (at least 1). Ignored by the other inits.
+        k-means||: rounds of drawing (at least 1). Not used by 'k-means++' and 'random' here
+        (flashkm.mpi.KMeans seeds k-means++ with k-means|| for n_clusters > 1024).
     init_oversampling : float, default=2.0
-        k-means||: rows drawn per round, as a multiple of n_clusters (more than 0). Ignored by
-        the other inits.
+        k-means||: rows drawn per round, as a multiple of n_clusters (more than 0); as
+        ``init_rounds``, for k-means|| only.
     verbose : int, default=0
         Print seeding progress (steps done, seconds so far and left) and per-iteration
         progress.

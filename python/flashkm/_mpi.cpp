@@ -11,16 +11,17 @@ using namespace flashkm_py;
 namespace {
 
 // Seeding progress for the verbose output (flashkm.mpi.KMeans passes it on rank 0 only). It never
-// throws: an exception on one rank would leave the others waiting in a collective (Ctrl-C is
-// noticed by the iteration callback, at the end of the first iteration).
-flashkm::SeedCallback seed_reporter(const std::optional<nb::callable>& callback) {
+// throws: an exception on one rank would leave the others waiting in a collective. An error in
+// the callback (Ctrl-C's KeyboardInterrupt while it printed) sets *interrupted, which the
+// iteration callback turns into a stop every rank agrees on at the end of the first iteration.
+flashkm::SeedCallback seed_reporter(const std::optional<nb::callable>& callback, bool* interrupted) {
   if (!callback) return {};
-  return [&callback](const flashkm::SeedStats& s) {
+  return [&callback, interrupted](const flashkm::SeedStats& s) {
     nb::gil_scoped_acquire gil;
     try {
       (*callback)(seed_stats_dict(s));
     } catch (const nb::python_error&) {
-      // Dropped (see above); the fit goes on.
+      *interrupted = true;
     }
   };
 }
@@ -39,11 +40,11 @@ nb::dict fit(const Matrix<T>& X, std::size_t n_clusters, const std::string& init
   o.prune = prune_of(prune);
   o.init_rounds = init_rounds;
   o.init_oversampling = init_oversampling;
-  o.seed_callback = seed_reporter(seed_callback);
   bool interrupted = false;
+  o.seed_callback = seed_reporter(seed_callback, &interrupted);
   o.callback = [&](const flashkm::IterationStats& s) {
     nb::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) {
+    if (interrupted || PyErr_CheckSignals() != 0) {
       PyErr_Clear();
       interrupted = true;
       return false;

@@ -29,11 +29,12 @@ struct SeedPick {
 };
 
 /// An engine owns a prepared data set (validated, centred on `shift()`) and runs the two
-/// Lloyd kernels over it. Its data, dtype, sample weights and metric are fixed when the backend's
-/// factory makes it (core/backend.hpp): under the inner-product metrics (cosine, dot) the rows
-/// are not centred and the label is argmax x.c (the squared centroid norms left out of the
-/// score); cosine's Lloyd steps (update, assign_update) weigh each row by w / ||x|| (the mean
-/// of the normalised rows), its seeding and total_weight() by w. Centroids cross this interface centred on shift(), in float64,
+/// Lloyd kernels over it. Its data, dtype, sample weights and metric are fixed when the
+/// backend's factory makes it (core/backend.hpp): under the inner-product metrics (cosine,
+/// dot) the rows are not centred and the label is argmax x.c (the squared centroid norms left
+/// out of the score); cosine's Lloyd steps (a run's assign_update, and update after a
+/// begin_run) weigh each row by w / ||x|| (the mean of the normalised rows), its seeding and
+/// total_weight() by w. Centroids cross this interface centred on shift(), in float64,
 /// row-major k x dim. Every result must be independent of the engine's thread count.
 template <class T>
 class Engine {
@@ -46,7 +47,8 @@ class Engine {
   virtual std::size_t total_rows() const { return rows(); }
   virtual std::size_t cols() const = 0;
   /// The centring vector: X's column means rounded to T (so that x - shift is exact in T for
-  /// data with a large common offset), as float64.
+  /// data with a large common offset), as float64; zero for the inner-product metrics' engines
+  /// and for sparse rows.
   virtual const double* shift() const = 0;
   /// Mean over features of the (unweighted) variance of each column of X.
   virtual double mean_variance() = 0;
@@ -174,7 +176,8 @@ class Engine {
   virtual double assign_update(const double* centroids, std::size_t k, double* sums, double* weights,
                                std::size_t* changed) = 0;
   /// The labels of this engine's rows (rows() of them; a distributed engine: its shard's) from
-  /// the run's last assign_update, -1 before it. Valid until the next begin_run or assign_update.
+  /// the run's last assign_update (-1 after begin_run, before it; no labels before any begin_run).
+  /// Valid until the next begin_run or assign_update.
   virtual const std::int32_t* labels() const = 0;
 };
 

@@ -22,9 +22,9 @@ struct LloydRun {
 /// max_iter or the callback stops it. The returned labels and inertia are those of the
 /// returned centroids. `tol_abs` is tol times the mean feature variance of X; squared
 /// distances up to `zero_dist` count as zero when choosing points for empty clusters.
-/// For the cosine and dot metrics the engine must already be uncentred and in inner-product
-/// mode (and, for cosine, weighted by w / ||x||); `total_weight` is the sum of the original
-/// weights (the cosine inertia is total_weight - sum w cos).
+/// For the cosine and dot metrics the engine must have been made for that metric (uncentred
+/// rows, argmax x.c, cosine's Lloyd steps weighted by w / ||x||: core/engine.hpp);
+/// `total_weight` is the sum of the original weights (the cosine inertia is total_weight - sum w cos).
 template <class T>
 LloydRun run_lloyd(Engine<T>& engine, std::vector<double> centroids, std::size_t k,
                    const KMeansOptions& options, double tol_abs, double zero_dist, int init_run,

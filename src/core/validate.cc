@@ -79,14 +79,13 @@ void check_options(const KMeansOptions& o, std::size_t n, std::size_t dim, bool 
   }
   if (o.max_iter < 1) throw InvalidArgument("max_iter = " + std::to_string(o.max_iter) + " must be >= 1");
   if (o.n_init < 1) throw InvalidArgument("n_init = " + std::to_string(o.n_init) + " must be >= 1");
-  if (o.init == InitMethod::kMeansParallel) {
-    if (!(o.init_oversampling > 0) || !std::isfinite(o.init_oversampling)) {
-      throw InvalidArgument("init_oversampling = " + std::to_string(o.init_oversampling) +
-                            " must be a finite number > 0 (rows drawn per k-means|| round, times n_clusters)");
-    }
-    if (o.init_rounds < 1) {
-      throw InvalidArgument("init_rounds = " + std::to_string(o.init_rounds) + " must be >= 1");
-    }
+  // Checked whatever `init` says: a distributed engine seeds large-K k-means++ with k-means||.
+  if (!(o.init_oversampling > 0) || !std::isfinite(o.init_oversampling)) {
+    throw InvalidArgument("init_oversampling = " + std::to_string(o.init_oversampling) +
+                          " must be a finite number > 0 (rows drawn per k-means|| round, times n_clusters)");
+  }
+  if (o.init_rounds < 1) {
+    throw InvalidArgument("init_rounds = " + std::to_string(o.init_rounds) + " must be >= 1");
   }
   if (!(o.tol >= 0) || !std::isfinite(o.tol)) {
     std::ostringstream msg;

@@ -157,10 +157,8 @@ void CpuEngine<T>::fix_metric(Metric metric) {
   centre_on_mean_ = false;
   const std::vector<double> means(mean_);
   set_mean(means.data());  // the rows as given (the means kept for mean_variance)
-  if (metric == Metric::kCosine) {
-    cosine_w_ = normalising_weights(weights_);
-    lloyd_w_ = cosine_w_.data();
-  }
+  // Cosine's w / ||x|| weights are taken by the first begin_run (a pass over X that predict and
+  // transform do not need).
 }
 
 template <class T>

@@ -149,10 +149,7 @@ class SparseEngine final : public Engine<T> {
     metric_ = metric;
     if (metric == Metric::kEuclidean) return;
     inner_product_ = true;
-    if (metric == Metric::kCosine) {
-      cosine_w_ = normalising_weights(weights_);
-      lloyd_w_ = cosine_w_.data();
-    }
+    // Cosine's w / ||x|| weights are taken by the first begin_run (predict does not need them).
   }
 
   // w_i / ||x_i|| for the rows (0 for all-zero rows), in float64: cosine's Lloyd weights.
@@ -189,6 +186,11 @@ class SparseEngine final : public Engine<T> {
   bool begin_run(Prune prune, std::size_t k) override {
     run_labels_.assign(n_, -1);
     run_dist_.assign(n_, T(0));
+    if (metric_ == Metric::kCosine && cosine_w_.size() != n_) {
+      // Cosine's Lloyd steps weigh each row by w / ||x|| (the mean of the normalised rows).
+      cosine_w_ = normalising_weights(weights_);
+      lloyd_w_ = cosine_w_.data();
+    }
     prune_ = false;
     bounds_valid_ = false;
     dist_stale_ = false;

@@ -174,6 +174,8 @@ class Formats(Base):
                             "--max-iter", "1", *extra)
             j = json.loads(p.stdout)
             self.assertEqual(j["init_rounds"], int(extra[extra.index("--init-rounds") + 1]) if "--init-rounds" in extra else 5)
+            self.assertEqual(j["init_oversampling"],
+                             float(extra[extra.index("--init-oversampling") + 1]) if "--init-oversampling" in extra else 2.0)
             with open(self.path(name + ".npy"), "rb") as f:
                 runs[name] = f.read()
         self.run_km("fit", x, "-k", "40", "-o", "one.npy", "--seed", "4", "--init", "k-means||", "--max-iter", "1")

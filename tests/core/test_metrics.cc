@@ -204,6 +204,33 @@ TEST(Metrics, EngineIsMadeForItsMetric) {
     }
     EXPECT_EQ(e->mean_variance(), euclid->mean_variance());
   }
+  // Cosine: seeding and total_weight() take the sample weights w, a run's Lloyd steps w / ||x||.
+  std::vector<double> w(n);
+  for (std::size_t i = 0; i < n; ++i) w[i] = 0.5 + static_cast<double>(i % 5);
+  auto cos = detail::make_engine<double>(view, w, 2, "", 0, Metric::kCosine);
+  EXPECT_EQ(cos->weights(), w.data());
+  double total = 0, normalised = 0, potential = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double sq = 0, dc = 0;
+    for (std::size_t j = 0; j < d; ++j) {
+      sq += X[i * d + j] * X[i * d + j];
+      dc += (X[i * d + j] - X[j]) * (X[i * d + j] - X[j]);  // to row 0, the centre below
+    }
+    total += w[i];
+    normalised += w[i] / std::sqrt(sq);
+    potential += w[i] * dc;
+  }
+  EXPECT_EQ(cos->total_weight(), total);
+  const double seeded = cos->seed_start(X.data(), 2);  // row 0 (the shift is zero)
+  EXPECT_NEAR(seeded, potential, 1e-9 * potential);
+  cos->seed_end();
+  const std::size_t k = 2;
+  std::vector<double> c = {1, 0, 0, 0, 0, 0, 1, 0, 0, 0}, sums(k * d), wsums(k);
+  std::size_t changed = 0;
+  cos->begin_run(Prune::kOff, k);
+  cos->assign_update(c.data(), k, sums.data(), wsums.data(), &changed);
+  EXPECT_NEAR(wsums[0] + wsums[1], normalised, 1e-12 * normalised);
+  EXPECT_EQ(cos->total_weight(), total);
   KMeansOptions o;
   o.n_clusters = 3;
   o.metric = Metric::kCosine;

@@ -414,6 +414,11 @@ TEST(ParallelInit, RefusesBadOptions) {
   o.init_oversampling = 2;
   o.init_rounds = 0;
   EXPECT_THROW(fit(MatrixView<float>(X.data(), 100, 2), o), InvalidArgument);
+  // Whatever the init: a distributed engine seeds large-K k-means++ with k-means||.
+  o.init = InitMethod::kMeansPlusPlus;
+  EXPECT_THROW(fit(MatrixView<float>(X.data(), 100, 2), o), InvalidArgument);
+  o.init_rounds = 1;
+  EXPECT_NO_THROW(fit(MatrixView<float>(X.data(), 100, 2), o));
 }
 
 // The seeding callback hears every step of each phase, with times; init_seconds is reported.
