@@ -41,7 +41,8 @@ def run(case):
         return
     try:
         init = {"random": "random", "array": X[[3, 500, 1000, 2000, 3000, 4000]]}.get(case, "k-means++")
-        km = KMeans(n_clusters=6, init=init, n_init=1, random_state=11, n_threads=1,
+        metric = case if case in ("cosine", "dot") else "euclidean"  # engines made for the metric
+        km = KMeans(n_clusters=6, init=init, n_init=1, random_state=11, n_threads=1, metric=metric,
                     comm=None if case != "halves" else comm).fit(mine, sample_weight=w_mine)
         np.savez(os.path.join(out, f"{case}-rank{rank}.npz"), centers=km.cluster_centers_, labels=km.labels_,
                  inertia=km.inertia_, n_iter=km.n_iter_, predicted=km.predict(mine))

@@ -104,3 +104,21 @@ def test_kmeans_parallel_options_and_verbose_seeding(tmp_path):
     assert "Seeding (k-means||): 2/2" in printed, printed
     assert "Iteration 0" in printed, printed
     assert str(results[1]["printed"]) == ""
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_inner_product_metrics_give_the_one_process_answer(tmp_path, ranks):
+    # The shards' engines are made for the metric (rows uncentred; cosine's Lloyd steps weighted
+    # by w / ||x||) while the MPI engine centres them on the global means for its own statistics.
+    got = run(tmp_path, ranks, "cosine,dot")
+    X, w = data()
+    for metric in ("cosine", "dot"):
+        results, errors = got[metric]
+        assert not errors and len(results) == ranks, (metric, errors)
+        one = KMeans(n_clusters=6, init="k-means++", n_init=1, random_state=11, n_threads=1,
+                     metric=metric).fit(X, sample_weight=w)
+        np.testing.assert_array_equal(np.concatenate([results[r]["labels"] for r in range(ranks)]), one.labels_)
+        for r in range(ranks):
+            np.testing.assert_array_equal(results[r]["centers"], results[0]["centers"])
+            np.testing.assert_allclose(results[r]["centers"], one.cluster_centers_, rtol=1e-12, atol=1e-12)
+            assert int(results[r]["n_iter"]) == one.n_iter_
