@@ -249,12 +249,13 @@ class CpuEngine final : public Engine<T> {
   std::size_t k_ = 0;
   AlignedBuffer<T> packed_;
 
-  // Bounded assignment: per-row bounds on exact distances (ub_: to the row's centroid; lb_:
-  // groups_ per row, to every other centroid of each group), valid for the labels of the last
-  // assign_update while bounds_valid_.
   // The run's per-row state (begin_run): each row's label and squared distance to its centroid.
   std::vector<std::int32_t> run_labels_;
   std::vector<T> run_dist_;
+
+  // Bounded assignment: per-row bounds on exact distances (ub_: to the row's centroid; lb_:
+  // groups_ per row, to every other centroid of each group), valid for the labels of the last
+  // assign_update while bounds_valid_.
   bool prune_ = false;         // this run prunes
   bool bounds_valid_ = false;
   bool iter_bounded_ = false;  // the current assign_update runs bounded
