@@ -30,13 +30,7 @@ constexpr double kWholeAbove = 0.9;
 
 template <class T>
 bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
-  run_labels_.assign(n_, -1);
-  run_dist_.assign(n_, T(0));
-  if (metric_ == Metric::kCosine && cosine_w_.size() != n_) {
-    // Cosine's Lloyd steps weigh each row by w / ||x|| (the mean of the normalised rows).
-    cosine_w_ = normalising_weights(weights_);
-    lloyd_w_ = cosine_w_.data();
-  }
+  run_.begin(metric_ == Metric::kCosine, [&](double* sq) { row_sq_norms(sq); });
   prune_ = false;
   inc_valid_ = false;  // a run starts with a full update
   bounds_valid_ = false;

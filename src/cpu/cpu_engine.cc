@@ -54,7 +54,7 @@ CpuEngine<T>::CpuEngine(Rows<T> rows, std::span<const double> weights, int n_thr
       row_bytes_(std::max<std::size_t>(1, rows.cols() * sizeof(T))),
       granule_(super_rows(row_bytes_)),
       weights_(weights.empty() ? nullptr : weights.data()),
-      lloyd_w_(weights_),
+      run_(rows.rows(), weights_),
       threads_(n_threads > 0 ? n_threads : omp_get_max_threads()),
       table_(table),
       shift_(rows.cols()),
@@ -99,34 +99,18 @@ void CpuEngine<T>::set_mean(const double* mean) {
 
 template <class T>
 std::vector<FarPoint> CpuEngine<T>::farthest(std::size_t m) {
-  m = std::min(m, n_);
-  const std::int32_t* labels = run_labels_.data();
-  const T* dist = run_dist_.data();
+  const T* dist = run_.dist();
   // A pruned assignment left some rows' distances from an earlier iteration: recompute them
   // all with the plain kernels against the same centroids (the labels cannot change; the
   // bounds proved them). Rare: only iterations that empty a cluster get here.
   std::vector<T> fresh;
   if (dist_stale_) {
-    std::vector<std::int32_t> relabel(labels, labels + n_);
+    std::vector<std::int32_t> relabel(run_.labels(), run_.labels() + n_);
     fresh.resize(n_);
     assign(relabel.data(), fresh.data());
     dist = fresh.data();
   }
-  std::vector<std::size_t> order(n_);
-  for (std::size_t i = 0; i < n_; ++i) order[i] = i;
-  auto farther = [&](std::size_t a, std::size_t b) { return dist[a] > dist[b] || (dist[a] == dist[b] && a < b); };
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m), order.end(), farther);
-  std::vector<FarPoint> out(m);
-  for (std::size_t t = 0; t < m; ++t) {
-    const std::size_t i = order[t];
-    out[t].dist = static_cast<double>(dist[i]);
-    out[t].index = row_offset_ + i;
-    out[t].label = labels[i];
-    out[t].weight = lloyd_w_ ? lloyd_w_[i] : 1.0;
-    out[t].row.resize(dim_);
-    row_centred(i, out[t].row.data());
-  }
-  return out;
+  return run_.farthest(dist, m, row_offset_, dim_, [&](std::size_t i, double* out) { row_centred(i, out); });
 }
 
 template <class T>
@@ -162,29 +146,20 @@ void CpuEngine<T>::fix_metric(Metric metric) {
 }
 
 template <class T>
-double CpuEngine<T>::total_weight() {
-  if (!weights_) return static_cast<double>(n_);
-  double total = 0;
-  for (std::size_t i = 0; i < n_; ++i) total += weights_[i];
-  return total;
-}
+double CpuEngine<T>::total_weight() { return run_.total_weight(); }
 
 template <class T>
-std::vector<double> CpuEngine<T>::normalising_weights(const double* weights) {
-  std::vector<double> out(n_);
+void CpuEngine<T>::row_sq_norms(double* out) {
   for_each_chunk([&](const Chunk<T>& ch) {
     for_row_tasks(0, ch.x.rows, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t i = r0; i < r1; ++i) {
         const T* row = ch.x.row(i);
         double sq = 0;
         for (std::size_t j = 0; j < dim_; ++j) sq += static_cast<double>(row[j]) * static_cast<double>(row[j]);
-        const std::size_t g = ch.first + i;
-        const double w = weights ? weights[g] : 1.0;
-        out[g] = sq > 0 ? w / std::sqrt(sq) : 0.0;
+        out[ch.first + i] = sq;
       }
     });
   });
-  return out;
 }
 
 template <class T>

@@ -6,7 +6,8 @@
 //   cpu_bounded.cc  the bounded assignment: Yinyang groups and per-row bounds, survivors scored
 //   cpu_fused.cc    the fused step: assignment and update per tile (small K)
 //   cpu_update.cc   the Sort-Inverse Update, the grouped step, and the float64 statistics
-// rows.hpp walks the data in chunks; cpu_targets.hpp picks the kernel table. The templates that
+// rows.hpp walks the data in chunks; run_state.hpp keeps the run's per-row state (as the sparse
+// engine does); cpu_targets.hpp picks the kernel table. The templates that
 // take a lambda (for_each_chunk, for_row_tasks, block_sums) are defined here, so that every file
 // inlines its own.
 #pragma once
@@ -27,6 +28,7 @@
 #include "cpu/groups.hpp"
 #include "cpu/kernel_table.hpp"
 #include "cpu/rows.hpp"
+#include "cpu/run_state.hpp"
 #include "cpu/seeding.hpp"
 #include "cpu/sketch.hpp"
 #include "flashkm/matrix_view.hpp"
@@ -81,13 +83,13 @@ class CpuEngine final : public Engine<T> {
                 double* wsums) override;  // cpu_update.cc
   double assign_update(const double* centroids, std::size_t k, double* sums, double* wsums,
                        std::size_t* changed) override;  // cpu_update.cc
-  const std::int32_t* labels() const override { return run_labels_.data(); }
+  const std::int32_t* labels() const override { return run_.labels(); }
   std::uint64_t last_distances() const override;
   bool begin_run(Prune prune, std::size_t k) override;  // cpu_bounded.cc
 
  private:
-  // w_i / ||x_i|| for this engine's rows (0 for all-zero rows), in float64: cosine's Lloyd weights.
-  std::vector<double> normalising_weights(const double* weights);
+  // Each row's squared norm, in float64, into out (cosine's Lloyd weights, RunState::begin).
+  void row_sq_norms(double* out);
 
   // The panel width the kernels use for k centroids (both panels follow one contract).
   const PanelKernels<T>* panel_for(std::size_t k) const { return k <= table_->narrow.nr ? &table_->narrow : &table_->wide; }
@@ -232,8 +234,9 @@ class CpuEngine final : public Engine<T> {
   std::size_t row_bytes_;
   std::size_t granule_;  // rows per update super-block; a RowSource's chunks are multiples
   const double* weights_;       // the sample weights (seeding, total_weight, weights())
-  const double* lloyd_w_;       // the Lloyd steps' (update) weights: weights_, or cosine's w / ||x||
-  std::vector<double> cosine_w_;
+  // The run's per-row state (begin_run): each row's label and squared distance to its
+  // centroid, and the Lloyd steps' weights (weights_, or cosine's w / ||x||).
+  RunState<T> run_;
   Metric metric_ = Metric::kEuclidean;
   bool centre_on_mean_ = true;  // Euclidean: shift_ is the means rounded to T; else zero
   int threads_;
@@ -248,10 +251,6 @@ class CpuEngine final : public Engine<T> {
 
   std::size_t k_ = 0;
   AlignedBuffer<T> packed_;
-
-  // The run's per-row state (begin_run): each row's label and squared distance to its centroid.
-  std::vector<std::int32_t> run_labels_;
-  std::vector<T> run_dist_;
 
   // Bounded assignment: per-row bounds on exact distances (ub_: to the row's centroid; lb_:
   // groups_ per row, to every other centroid of each group), valid for the labels of the last

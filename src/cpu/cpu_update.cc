@@ -61,9 +61,8 @@ double CpuEngine<T>::update(const std::int32_t* labels, const double* centroids,
 template <class T>
 double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, double* sums, double* wsums,
                                    std::size_t* changed) {
-  if (run_labels_.size() != n_) throw std::logic_error("Engine::assign_update called before begin_run");
-  std::int32_t* labels = run_labels_.data();
-  T* dist = run_dist_.data();
+  std::int32_t* labels = run_.step_labels();
+  T* dist = run_.step_dist();
   set_centroids(centroids, k);
   prepare_bounds(centroids, k);
   // Incremental when few labels moved in the last step (decided from labels alone, so the
@@ -233,7 +232,7 @@ void CpuEngine<T>::update_group(const Chunk<T>& ch, std::size_t r0, std::size_t 
       const std::size_t a = r0 + sb * S;  // the super-block's first row in the chunk
       const std::size_t sb_end = std::min(S, r1 - a) + sb * S;  // its end in perm_
       const PointsRef<T> pts{ch.x.row(a), ch.x.stride, dim, shift_t_.data()};
-      const double* w = lloyd_w_ ? lloyd_w_ + ch.first + a : nullptr;
+      const double* w = run_.lloyd_w() ? run_.lloyd_w() + ch.first + a : nullptr;
       double acc = 0;
       for (std::size_t s = block_seg_[b]; s < block_seg_[b + 1]; ++s) {
         const std::size_t c = seg_cluster_[s];
@@ -354,8 +353,9 @@ void CpuEngine<T>::inc_refresh(const double* centroids, std::size_t k, const dou
   }
   inc_n_.assign(k, 0);
   inc_labels_.assign(labels, labels + n_);
+  const double* lw = run_.lloyd_w();
   for (std::size_t i = 0; i < n_; ++i) {
-    if (!lloyd_w_ || lloyd_w_[i] > 0) ++inc_n_[static_cast<std::size_t>(labels[i])];
+    if (!lw || lw[i] > 0) ++inc_n_[static_cast<std::size_t>(labels[i])];
   }
   inc_k_ = k;
   inc_steps_ = 0;
@@ -476,7 +476,7 @@ void CpuEngine<T>::inc_apply_clusters(const Chunk<T>& ch, std::size_t k) {
       const bool removal = (ev_row_[e] & 1u) != 0;
       const T* row = ch.x.row(i);
       if (e + 1 < ev_off_[c + 1]) prefetch_lines<0>(ch.x.row(static_cast<std::size_t>(ev_row_[e + 1] >> 1)), dim * sizeof(T));
-      const double w = lloyd_w_ ? lloyd_w_[ch.first + i] : 1.0;
+      const double w = run_.lloyd_w() ? run_.lloyd_w()[ch.first + i] : 1.0;
       const double sw = removal ? -w : w;
       // Two loops: the running sums (independent lanes, which the compiler vectorises) and
       // ||x - r||^2 in four fixed partial sums (its order does not depend on the target).

@@ -19,6 +19,7 @@
 #include "cpu/aligned_buffer.hpp"
 #include "cpu/bounds.hpp"
 #include "cpu/groups.hpp"
+#include "cpu/run_state.hpp"
 #include "cpu/sparse_kernels.hpp"
 #include "flashkm/errors.hpp"
 
@@ -57,7 +58,7 @@ class SparseEngine final : public Engine<T> {
         n_(X.rows),
         dim_(X.cols),
         weights_(weights.empty() ? nullptr : weights.data()),
-        lloyd_w_(weights_),
+        run_(X.rows, weights_),
         threads_(n_threads > 0 ? n_threads : omp_get_max_threads()),
         table_(table),
         shift_(X.cols, 0.0),
@@ -104,9 +105,7 @@ class SparseEngine final : public Engine<T> {
   }
 
   std::vector<FarPoint> farthest(std::size_t m) override {
-    m = std::min(m, n_);
-    const std::int32_t* labels = run_labels_.data();
-    const T* dist = run_dist_.data();
+    const T* dist = run_.dist();
     // A pruned assignment left some rows' distances from an earlier iteration: recompute them
     // all against the same (group-packed) centroids; the labels cannot change, the bounds
     // proved them. Rare: only iterations that empty a cluster get here.
@@ -124,21 +123,7 @@ class SparseEngine final : public Engine<T> {
       });
       dist = fresh.data();
     }
-    std::vector<std::size_t> order(n_);
-    for (std::size_t i = 0; i < n_; ++i) order[i] = i;
-    auto farther = [&](std::size_t a, std::size_t b) { return dist[a] > dist[b] || (dist[a] == dist[b] && a < b); };
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(m), order.end(), farther);
-    std::vector<FarPoint> out(m);
-    for (std::size_t t = 0; t < m; ++t) {
-      const std::size_t i = order[t];
-      out[t].dist = static_cast<double>(dist[i]);
-      out[t].index = i;
-      out[t].label = labels[i];
-      out[t].weight = lloyd_w_ ? lloyd_w_[i] : 1.0;
-      out[t].row.resize(dim_);
-      row_centred(i, out[t].row.data());
-    }
-    return out;
+    return run_.farthest(dist, m, 0, dim_, [&](std::size_t i, double* out) { row_centred(i, out); });
   }
 
   /// The metric, once, by the factory before any other call (core/engine.hpp; the rows are
@@ -152,9 +137,8 @@ class SparseEngine final : public Engine<T> {
     // Cosine's w / ||x|| weights are taken by the first begin_run (predict does not need them).
   }
 
-  // w_i / ||x_i|| for the rows (0 for all-zero rows), in float64: cosine's Lloyd weights.
-  std::vector<double> normalising_weights(const double* weights) {
-    std::vector<double> out(n_);
+  // Each row's squared norm, in float64, into out (cosine's Lloyd weights, RunState::begin).
+  void row_sq_norms(double* out) {
     for_row_tasks(0, n_, [&](std::size_t r0, std::size_t r1) {
       for (std::size_t i = r0; i < r1; ++i) {
         double sq = 0;
@@ -162,19 +146,12 @@ class SparseEngine final : public Engine<T> {
           const double v = static_cast<double>(x_.values[p]);
           sq += v * v;
         }
-        const double w = weights ? weights[i] : 1.0;
-        out[i] = sq > 0 ? w / std::sqrt(sq) : 0.0;
+        out[i] = sq;
       }
     });
-    return out;
   }
 
-  double total_weight() override {
-    if (!weights_) return static_cast<double>(n_);
-    double total = 0;
-    for (std::size_t i = 0; i < n_; ++i) total += weights_[i];
-    return total;
-  }
+  double total_weight() override { return run_.total_weight(); }
 
   // Bounded assignment over sparse rows (docs/KERNELS.md, "Sparse rows"): Yinyang's groups of
   // whole panels of a group packing, scored by group_min; bitwise the plain assignment. Only
@@ -184,13 +161,7 @@ class SparseEngine final : public Engine<T> {
   // computed in iterations 3-12; topic data: converged in 4-5 iterations, before the bounds
   // tighten; both slower than unpruned), so auto leaves sparse rows unpruned.
   bool begin_run(Prune prune, std::size_t k) override {
-    run_labels_.assign(n_, -1);
-    run_dist_.assign(n_, T(0));
-    if (metric_ == Metric::kCosine && cosine_w_.size() != n_) {
-      // Cosine's Lloyd steps weigh each row by w / ||x|| (the mean of the normalised rows).
-      cosine_w_ = normalising_weights(weights_);
-      lloyd_w_ = cosine_w_.data();
-    }
+    run_.begin(metric_ == Metric::kCosine, [&](double* sq) { row_sq_norms(sq); });
     prune_ = false;
     bounds_valid_ = false;
     dist_stale_ = false;
@@ -391,6 +362,7 @@ class SparseEngine final : public Engine<T> {
     std::fill(sums, sums + k * dim_, 0.0);
     std::fill(wsums, wsums + k, 0.0);
     std::vector<double> inertia(k, 0.0);
+    const double* lw = run_.lloyd_w();
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
     for (std::size_t c = 0; c < k; ++c) {
       const double* cen = centroids + c * dim_;
@@ -400,7 +372,7 @@ class SparseEngine final : public Engine<T> {
       double ws = 0, sq = 0;
       for (std::size_t q = run_offsets_[c]; q < run_offsets_[c + 1]; ++q) {
         const std::size_t i = perm_[q];
-        const double w = lloyd_w_ ? lloyd_w_[i] : 1.0;
+        const double w = lw ? lw[i] : 1.0;
         // ||x - c||^2 = ||c||^2 + sum over the row's non-zeros of (x_j - c_j)^2 - c_j^2.
         double d = cnorm;
         for (std::int64_t p = x_.row_offsets[i]; p < x_.row_offsets[i + 1]; ++p) {
@@ -408,10 +380,10 @@ class SparseEngine final : public Engine<T> {
           const double v = static_cast<double>(x_.values[p]);
           const double e = v - cen[j];
           d += e * e - cen[j] * cen[j];
-          sum[j] += lloyd_w_ ? w * v : v;
+          sum[j] += lw ? w * v : v;
         }
         ws += w;
-        sq += lloyd_w_ ? w * std::max(0.0, d) : std::max(0.0, d);
+        sq += lw ? w * std::max(0.0, d) : std::max(0.0, d);
       }
       wsums[c] = ws;
       inertia[c] = sq;
@@ -423,9 +395,8 @@ class SparseEngine final : public Engine<T> {
 
   double assign_update(const double* centroids, std::size_t k, double* sums, double* wsums,
                        std::size_t* changed) override {
-    if (run_labels_.size() != n_) throw std::logic_error("Engine::assign_update called before begin_run");
-    std::int32_t* labels = run_labels_.data();
-    T* dist = run_dist_.data();
+    std::int32_t* labels = run_.step_labels();
+    T* dist = run_.step_dist();
     iter_bounded_ = false;
     if (prune_) prepare_bounds(centroids, k);
     if (iter_bounded_) {
@@ -443,7 +414,7 @@ class SparseEngine final : public Engine<T> {
     return update(labels, centroids, k, sums, wsums);
   }
 
-  const std::int32_t* labels() const override { return run_labels_.data(); }
+  const std::int32_t* labels() const override { return run_.labels(); }
 
   const char* update_path() const override { return "sparse"; }
 
@@ -779,8 +750,9 @@ class SparseEngine final : public Engine<T> {
   std::size_t n_;
   std::size_t dim_;
   const double* weights_;  // the sample weights (seeding, total_weight, weights())
-  const double* lloyd_w_;  // the Lloyd steps' (update) weights: weights_, or cosine's w / ||x||
-  std::vector<double> cosine_w_;
+  // The run's per-row state (begin_run): each row's label and squared distance to its
+  // centroid, and the Lloyd steps' weights (weights_, or cosine's w / ||x||).
+  RunState<T> run_;
   Metric metric_ = Metric::kEuclidean;
   int threads_;
   const SparseKernels<T>* table_;
@@ -801,9 +773,6 @@ class SparseEngine final : public Engine<T> {
   bool bounds_valid_ = false;
   bool iter_bounded_ = false;
   bool dist_stale_ = false;
-  // The run's per-row state (begin_run): each row's label and squared distance to its centroid.
-  std::vector<std::int32_t> run_labels_;
-  std::vector<T> run_dist_;
   std::size_t panel_nr_ = 0, panels_per_group_ = 1, group_size_ = 0, groups_ = 0, k_b_ = 0;
   std::vector<std::uint32_t> order_, pos_of_;
   std::vector<T> ids_;
