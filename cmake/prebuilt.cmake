@@ -56,10 +56,7 @@ if(FLASHKM_BUILD_CLI)
     # The tree's command links libmpi: link one without it from the tree's archives (main and
     # the subcommands, their support code, the file readers; cli/CMakeLists.txt), compiling only
     # ranks.cc, the one source that sees <mpi.h>.
-    find_package(CLI11 CONFIG REQUIRED)
-    find_package(nlohmann_json 3.10 CONFIG REQUIRED)
-    find_package(Threads REQUIRED)
-    find_package(ZLIB REQUIRED)
+    include(${PROJECT_SOURCE_DIR}/cli/dependencies.cmake)
     set(prebuilt_cli_libs "")
     foreach(lib cli/libflashkm_cli_commands.a cli/libflashkm_cli_support.a src/io/libflashkm_io.a)
       if(NOT EXISTS ${FLASHKM_PREBUILT_DIR}/${lib})
