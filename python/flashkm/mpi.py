@@ -88,8 +88,9 @@ class KMeans(_KMeans):
     ``transform`` and ``score`` work on the rows they are given, locally. ``init`` may be
     'k-means++' (run on a sample of at most max(64 K, 65536) rows gathered from all ranks),
     'k-means||' (likewise), 'random' (exactly the rows one process would draw) or an array;
-    not a callable. ``verbose`` prints on rank 0, k-means||'s seeding progress included (rank
-    0's own distances; k-means++ on the gathered sample and 'random' print none). Ctrl-C on any rank
+    not a callable. ``verbose`` prints on rank 0, the seeding's progress included (k-means||'s
+    rounds with rank 0's own distances, k-means++'s centres chosen on the gathered sample;
+    'random', one collective draw, prints none). Ctrl-C on any rank
     stops every rank at the end of the iteration with KeyboardInterrupt.
     """
 

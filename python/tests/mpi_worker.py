@@ -32,12 +32,14 @@ def run(case):
     if case == "columns" and rank == 0:
         mine = mine[:, :5]
     if case == "verbose":  # k-means|| with its options, verbose: rank 0 prints the seeding
-        text = io.StringIO()
+        text, text_pp = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(text):
             km = KMeans(n_clusters=6, init="k-means||", init_rounds=2, init_oversampling=3.0, n_init=1,
                         random_state=11, n_threads=1, verbose=1).fit(mine, sample_weight=w_mine)
+        with contextlib.redirect_stdout(text_pp):  # k-means++ on the gathered sample
+            KMeans(n_clusters=6, n_init=1, random_state=11, n_threads=1, verbose=1).fit(mine, sample_weight=w_mine)
         np.savez(os.path.join(out, f"{case}-rank{rank}.npz"), centers=km.cluster_centers_, labels=km.labels_,
-                 printed=np.array(text.getvalue()))
+                 printed=np.array(text.getvalue()), printed_pp=np.array(text_pp.getvalue()))
         return
     try:
         init = {"random": "random", "array": X[[3, 500, 1000, 2000, 3000, 4000]]}.get(case, "k-means++")

@@ -93,7 +93,8 @@ def test_sub_communicators_and_errors_reach_every_rank(tmp_path):
 def test_kmeans_parallel_options_and_verbose_seeding(tmp_path):
     # init_rounds and init_oversampling reach the MPI engine (2 ranks give the one-process
     # answer's labels, as k-means|| draws the same rows for any split); verbose prints the
-    # seeding's progress on rank 0 only.
+    # seeding's progress on rank 0 only, k-means||'s rounds as k-means++'s centres on the
+    # gathered sample.
     results, errors = run(tmp_path, 2, "verbose")["verbose"]
     assert not errors, errors
     X, w = data()
@@ -104,6 +105,9 @@ def test_kmeans_parallel_options_and_verbose_seeding(tmp_path):
     assert "Seeding (k-means||): 2/2" in printed, printed
     assert "Iteration 0" in printed, printed
     assert str(results[1]["printed"]) == ""
+    printed = str(results[0]["printed_pp"])
+    assert "Seeding (k-means++): 6/6" in printed, printed
+    assert str(results[1]["printed_pp"]) == ""
 
 
 @pytest.mark.parametrize("ranks", [2, 3])

@@ -248,12 +248,12 @@ KMeansResult<T> fit_engine(std::unique_ptr<detail::Engine<T>> engine, const KMea
   for (int r = 0; r < runs; ++r) {
     // A distributed engine chooses initial centroids itself (an empty answer: the driver does).
     const auto seed_start = std::chrono::steady_clock::now();
+    Seeding seeding(options.seed_callback, r);
+    detail::SeedProgress* progress = options.seed_callback ? &seeding : nullptr;
     std::vector<double> c0 = options.init == InitMethod::kExplicit
                                  ? centred_copy(*engine, options.init_centroids)
-                                 : engine->initial_centroids(init, k, rng);
+                                 : engine->initial_centroids(init, k, rng, progress);
     if (c0.empty()) {
-      Seeding seeding(options.seed_callback, r);
-      detail::SeedProgress* progress = options.seed_callback ? &seeding : nullptr;
       if (init == InitMethod::kMeansPlusPlus) {
         c0 = detail::init_kmeanspp(*engine, k, rng, {progress});
       } else if (init == InitMethod::kMeansParallel) {

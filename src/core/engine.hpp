@@ -12,6 +12,8 @@
 
 namespace flashkm::detail {
 
+class SeedProgress;  // core/init.hpp
+
 /// A point offered to an empty cluster: farthest from its centroid first.
 struct FarPoint {
   double dist = 0;            // squared distance to its centroid
@@ -75,8 +77,9 @@ class Engine {
   /// A decision every part of a distributed engine takes together (all must say yes).
   virtual bool agree(bool yes) { return yes; }
   /// Initial centroids (centred) when the engine chooses them itself (a distributed engine);
-  /// empty to let the driver's own initialisation run.
-  virtual std::vector<double> initial_centroids(InitMethod, std::size_t, std::mt19937_64&) { return {}; }
+  /// empty to let the driver's own initialisation run. progress (may be null) hears the
+  /// seeding's steps as the driver's own would.
+  virtual std::vector<double> initial_centroids(InitMethod, std::size_t, std::mt19937_64&, SeedProgress*) { return {}; }
   /// The seeding this engine runs for `method` and k centroids: `method` itself, but a
   /// distributed engine seeds large-K k-means++ with k-means|| (its k-means++ runs on a
   /// gathered sample that grows with k).

@@ -130,7 +130,7 @@ std::vector<double> init_kmeans_parallel(Engine<T>& engine, std::size_t k, std::
   engine.seed_end();
   if (m <= k) {
     // Few distinct rows: k-means++ over all of them (a distributed engine's own k-means++).
-    std::vector<double> c = engine.initial_centroids(InitMethod::kMeansPlusPlus, k, rng);
+    std::vector<double> c = engine.initial_centroids(InitMethod::kMeansPlusPlus, k, rng, progress);
     return c.empty() ? init_kmeanspp(engine, k, rng, {progress}) : c;
   }
   return recluster(MatrixView<double>(cand.data(), m, dim), weight, k, rng(), progress);

@@ -358,10 +358,11 @@ class MpiEngine final : public detail::Engine<T> {
                                                                                           : method;
   }
 
-  std::vector<double> initial_centroids(InitMethod method, std::size_t k, std::mt19937_64& rng) override {
+  std::vector<double> initial_centroids(InitMethod method, std::size_t k, std::mt19937_64& rng,
+                                        detail::SeedProgress* progress) override {
     // k-means|| runs in the driver over the shards (seed_first ... seed_owner_weights).
     if (method == InitMethod::kMeansParallel) return {};
-    return method == InitMethod::kRandom ? init_random(k, rng) : init_kmeanspp_sample(k, rng);
+    return method == InitMethod::kRandom ? init_random(k, rng) : init_kmeanspp_sample(k, rng, progress);
   }
 
  private:
@@ -426,7 +427,7 @@ class MpiEngine final : public detail::Engine<T> {
 
   // Greedy k-means++ on every stride-th row of the whole data set (all rows when N is small),
   // gathered on every rank, which all run the same seeding and agree without a broadcast.
-  std::vector<double> init_kmeanspp_sample(std::size_t k, std::mt19937_64& rng) {
+  std::vector<double> init_kmeanspp_sample(std::size_t k, std::mt19937_64& rng, detail::SeedProgress* progress) {
     const std::size_t dim = cols();
     const std::size_t want = std::max(kMinSampleRows, kSamplePerCentre * k);
     const std::size_t stride = (total_ + want - 1) / want;
@@ -455,7 +456,8 @@ class MpiEngine final : public detail::Engine<T> {
     auto engine = detail::make_engine<T>(MatrixView<T>(sample.data(), m, dim),
                                              weighted ? std::span<const double>(sw) : std::span<const double>(),
                                              threads_, target_);
-    std::vector<double> c = detail::init_kmeanspp(*engine, k, rng);
+    // Every rank seeds the same sample alike; each one's progress hears its own steps.
+    std::vector<double> c = detail::init_kmeanspp(*engine, k, rng, {progress});
     for (std::size_t i = 0; i < k; ++i) {
       for (std::size_t j = 0; j < dim; ++j) c[i * dim + j] += engine->shift()[j] - shift()[j];
     }
