@@ -5,16 +5,25 @@
 //   update/N/D/K         Sort-Inverse Update, GB/s of X streamed
 //   iteration/N/D/K      one whole Lloyd iteration (assign + update, fused into one pass over X
 //                        when K is small enough), time
+//   panel/R/D/{0,1,2}    one thread, R rows against one panel of centroids: 0 assign_rows with
+//                        the one-vector panel (a bounded assignment's group on AVX-512), 1
+//                        group_min over the same rows packed and held by pointer in shuffled
+//                        order (as a block's survivors are), 2 assign_rows with the wide panel
+//                        (the unpruned kernel); GFLOP/s = 2 R D nr / time, the cost per distance
 // Run with --benchmark_repetitions=5 --benchmark_report_aggregates_only=true for medians.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "cpu/cpu_engine.hpp"
+#include "cpu/aligned_buffer.hpp"
+#include "cpu/cpu_targets.hpp"
+#include "cpu/kernel_table.hpp"
 
 #ifdef FLASHKM_BENCH_HAVE_CBLAS
 extern "C" void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*,
@@ -118,6 +127,54 @@ void ReadBandwidth(benchmark::State& st) {
                                            benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One panel's worth of centroids against r rows, on one thread.
+void Panel(benchmark::State& st) {
+  namespace fd = flashkm::detail;
+  const auto r = static_cast<std::size_t>(st.range(0)), d = static_cast<std::size_t>(st.range(1));
+  const bool grouped = st.range(2) == 1;
+  const fd::KernelTable<float>* table = fd::find_table<float>("");
+  const fd::PanelKernels<float>& panel = st.range(2) == 2 ? table->wide : table->narrow;
+  const std::size_t k = panel.nr, P = table->center_pad;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> g;
+  std::vector<float> x(r * d), shift(d, 0.0f);
+  for (float& v : x) v = g(rng);
+  std::vector<double> c(k * d);
+  for (double& v : c) v = g(rng);
+  fd::AlignedBuffer<float> packed;  // the panels' aligned loads, as the engine's
+  panel.pack_centroids(c.data(), k, d, packed.reserve(panel.packed_size(k, d)));
+  std::vector<float> ids(k);
+  for (std::size_t i = 0; i < k; ++i) ids[i] = static_cast<float>(i);
+  const fd::PointsRef<float> pts{x.data(), d, d, shift.data()};
+  // The rows packed for group_min, a sliver at a time, and pointers to them in shuffled order.
+  const std::size_t rp = (r + P - 1) / P * P;
+  std::vector<float> bx(rp * d), bnorm(rp);
+  std::vector<std::uint32_t> idx(r);
+  for (std::size_t i = 0; i < r; ++i) idx[i] = static_cast<std::uint32_t>(i);
+  for (std::size_t s0 = 0; s0 < r; s0 += P) {
+    table->pack_rows(pts, idx.data() + s0, std::min(P, r - s0), bx.data() + s0 * d, bnorm.data() + s0);
+  }
+  std::vector<const float*> xr(rp);
+  std::vector<std::size_t> order(r);
+  for (std::size_t i = 0; i < r; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  for (std::size_t q = 0; q < rp; ++q) xr[q] = bx.data() + order[q < r ? q : 0] * d;
+  std::vector<float> min1(rp), min2(rp), dist(r);
+  std::vector<std::int32_t> idx1(rp), labels(r, -1);
+  for (auto _ : st) {
+    if (grouped) {
+      panel.group_min(xr.data(), d, packed.data(), ids.data(), k, 0, k, r, min1.data(), idx1.data(), min2.data(),
+                      nullptr, 0);
+      benchmark::DoNotOptimize(min1.data());
+    } else {
+      benchmark::DoNotOptimize(panel.assign_rows(pts, packed.data(), k, 0, r, labels.data(), dist.data()));
+    }
+  }
+  const double flops = 2.0 * double(r) * double(d) * double(k);
+  st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(table->name);
+}
+
 #ifdef FLASHKM_BENCH_HAVE_CBLAS
 void Sgemm(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
@@ -143,6 +200,7 @@ void Shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(Assign)->Name("assign")->Apply(Shapes)->Args({50000, 16, 16});
 BENCHMARK(Update)->Name("update")->Apply(Shapes)->Args({1000000, 128, 1024});
 BENCHMARK(Iteration)->Name("iteration")->Apply(Shapes)->Args({50000, 16, 16});
+BENCHMARK(Panel)->Name("panel")->ArgsProduct({{1024}, {64, 128, 784}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
