@@ -43,6 +43,13 @@ def main(path):
             floor_ms = max(arith_ms, mem_ms)
             which = "2NDK/sgemm" if arith_ms >= mem_ms else "read of X"
             print(f"| whole Lloyd iteration N={n} D={d} K={k} | {ms:.1f} ms | floor ({which}) = {floor_ms:.1f} ms | {ms / floor_ms:.2f}× the floor |")
+        elif kind == "panel":
+            # One thread: against half the 2-thread sgemm rate.
+            what = ("one-vector panel, assign_rows", "one-vector panel, group_min (bounded)", "wide panel, assign_rows")[k]
+            g = b["GFLOPs"]
+            ceil = f"sgemm / 2 = {sgemm / 2:.1f}" if sgemm else "—"
+            frac = f"{g / (sgemm / 2):.0%} of a thread's sgemm" if sgemm else "—"
+            print(f"| {what}, one thread, {n} rows, D={d} | {g:.1f} GFLOP/s | {ceil} | {frac} |")
 
 
 if __name__ == "__main__":
