@@ -19,6 +19,9 @@ class RunState {
  public:
   /// n rows with the caller's weights (nullptr: every row weighs 1), kept, not copied.
   RunState(std::size_t n, const double* weights) : n_(n), weights_(weights), lloyd_w_(weights) {}
+  // lloyd_w_ may point into cosine_w_: not copied.
+  RunState(const RunState&) = delete;
+  RunState& operator=(const RunState&) = delete;
 
   /// Starts a run: every label -1, every distance 0. Cosine's Lloyd steps weigh each row by
   /// w / ||x|| (their sums are then those of the normalised rows): taken at the first run that
