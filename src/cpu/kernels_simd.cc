@@ -240,20 +240,25 @@ HWY_INLINE std::int32_t RowLabel(D d, V vmin, V vidx, std::size_t k, V& mn) {
 }
 
 // Whether RowMins below serves T's vectors on this target: 128- and 256-bit vectors (SSE4, AVX2,
-// EMU128); AVX-512 and HWY_SCALAR finish rows one at a time (RowLabel).
+// EMU128) and AVX-512's 512-bit ones; HWY_SCALAR finishes rows one at a time (RowLabel).
 #if HWY_TARGET == HWY_SCALAR
 template <class T>
 constexpr bool kRowTree = false;
 #else
 template <class T>
 constexpr bool kRowTree = hn::MaxLanes(Tag<T>()) >= 2 &&
-                          (hn::MaxLanes(Tag<T>()) * sizeof(T) == 16 || hn::MaxLanes(Tag<T>()) * sizeof(T) == 32);
+                          (hn::MaxLanes(Tag<T>()) * sizeof(T) == 16 || hn::MaxLanes(Tag<T>()) * sizeof(T) == 32
+#if HWY_TARGET <= HWY_AVX3
+                           || hn::MaxLanes(Tag<T>()) * sizeof(T) == 64
+#endif
+                          );
 #endif
 
 // L rows' minima at once (L lanes a vector, kRowTree): lane r of the result is the smallest lane
 // of v[r] (v is overwritten). A tree of shuffles and vertical minima instead of L horizontal
 // reductions: pairs of rows interleaved within 128-bit blocks (T lanes, then 64-bit lanes), then
-// the two halves of 256-bit vectors. The minimum of values with no NaN does not depend on the
+// the two halves of 256-bit vectors, then (512-bit vectors) the 128-bit blocks of two vectors.
+// The minimum of values with no NaN does not depend on the
 // order they meet in, so each lane is MinOfLanes of its row (a zero's sign aside, which the
 // callers' max(0, ||x||^2 + min) does not see).
 #if HWY_TARGET != HWY_SCALAR
@@ -280,6 +285,21 @@ HWY_INLINE V RowMins(D d, V* v) {
     // Two 256-bit vectors of partial minima: the lower halves against the upper halves.
     v[0] = hn::Min(hn::ConcatLowerLower(d, v[1], v[0]), hn::ConcatUpperUpper(d, v[1], v[0]));
   }
+#if HWY_TARGET <= HWY_AVX3
+  if constexpr (L * sizeof(T) == 64) {
+    // Four 512-bit vectors, vector i holding rows 4i..4i+3 (float; 2i, 2i+1 for double) in each
+    // of its four blocks: halves against halves, so that each of two vectors holds a pair of
+    // blocks per row group, [g0 g0 g1 g1] and [g2 g2 g3 g3]; then the even blocks of both
+    // against the odd ones, [g0 g1 g2 g3] (lane r: row r).
+    for (std::size_t i = 0; i < 2; ++i) {
+      v[i] = hn::Min(hn::ConcatLowerLower(d, v[2 * i + 1], v[2 * i]), hn::ConcatUpperUpper(d, v[2 * i + 1], v[2 * i]));
+    }
+    const hn::Repartition<float, D> df;
+    const __m512 a = hn::BitCast(df, v[0]).raw, b = hn::BitCast(df, v[1]).raw;
+    const hn::Vec<decltype(df)> even{_mm512_shuffle_f32x4(a, b, 0x88)}, odd{_mm512_shuffle_f32x4(a, b, 0xDD)};
+    v[0] = hn::Min(hn::BitCast(d, even), hn::BitCast(d, odd));
+  }
+#endif
   return v[0];
 }
 #endif
