@@ -457,24 +457,37 @@ TEST(SeedCallback, HearsEveryStep) {
 
 // A phase's time starts where the seeding (or the phase before it) did, so its first step's
 // work counts: the phases' last times add up to init_seconds. (k-means|| with one round: the
-// round is most of the seeding, and its time was once measured from its own report, ~0.)
+// round is most of the seeding, and its time was once measured from its own report, ~0.) The
+// time between the last step and the seeding's end is not in any phase: a few milliseconds
+// of the thread being descheduled there (a loaded CI host, a seeding of ~7 ms) once left the
+// phases at 39% of init_seconds. So up to three fits: a phase that misses its work misses it
+// in every one, a preemption does not recur at the same spot.
 TEST(SeedCallback, PhaseTimesAddUpToTheSeeding) {
   const std::size_t n = 20000, d = 16, k = 64;
   const auto X = blobs<float>(n, d, 16, 8);
   for (InitMethod m : {InitMethod::kMeansPlusPlus, InitMethod::kMeansParallel}) {
-    std::map<std::string, double> last;
-    KMeansOptions o;
-    o.n_clusters = k;
-    o.init = m;
-    o.init_rounds = 1;
-    o.max_iter = 1;
-    o.seed_callback = [&](const SeedStats& s) { last[s.phase] = s.seconds; };
-    const auto r = fit(MatrixView<float>(X.data(), n, d), o);
-    double sum = 0;
-    for (const auto& [phase, seconds] : last) sum += seconds;
-    EXPECT_EQ(last.size(), m == InitMethod::kMeansParallel ? 2u : 1u);
-    EXPECT_LE(sum, r.init_seconds * (1 + 1e-9) + 1e-6);
-    EXPECT_GE(sum, 0.9 * r.init_seconds) << "phases " << sum << " s of a seeding of " << r.init_seconds << " s";
+    SCOPED_TRACE(m == InitMethod::kMeansParallel ? "k-means||" : "k-means++");
+    double best = 0, best_sum = 0, best_init = 0;
+    for (int attempt = 0; attempt < 3 && best < 0.9; ++attempt) {
+      std::map<std::string, double> last;
+      KMeansOptions o;
+      o.n_clusters = k;
+      o.init = m;
+      o.init_rounds = 1;
+      o.max_iter = 1;
+      o.seed_callback = [&](const SeedStats& s) { last[s.phase] = s.seconds; };
+      const auto r = fit(MatrixView<float>(X.data(), n, d), o);
+      double sum = 0;
+      for (const auto& [phase, seconds] : last) sum += seconds;
+      EXPECT_EQ(last.size(), m == InitMethod::kMeansParallel ? 2u : 1u);
+      EXPECT_LE(sum, r.init_seconds * (1 + 1e-9) + 1e-6);
+      if (r.init_seconds > 0 && sum / r.init_seconds >= best) {
+        best = sum / r.init_seconds;
+        best_sum = sum;
+        best_init = r.init_seconds;
+      }
+    }
+    EXPECT_GE(best, 0.9) << "phases " << best_sum << " s of a seeding of " << best_init << " s";
   }
 }
 
