@@ -52,7 +52,7 @@ void CpuEngine<T>::assign_update_tiled(const Chunk<T>& ch, std::size_t k, std::i
                                     std::max<std::size_t>(ntiles, 1));
   std::int32_t* lab = labels + ch.first;
   T* dst = dist + ch.first;
-  const double* wts = run_.lloyd_w() ? run_.lloyd_w() + ch.first : nullptr;
+  const double* wts = run_.lloyd_w(ch.first);
   part_sum_.assign(wave * k * dim, 0.0);
   part_w_.assign(wave * k, 0.0);
   part_q_.assign(wave * k, 0.0);

@@ -232,7 +232,7 @@ void CpuEngine<T>::update_group(const Chunk<T>& ch, std::size_t r0, std::size_t 
       const std::size_t a = r0 + sb * S;  // the super-block's first row in the chunk
       const std::size_t sb_end = std::min(S, r1 - a) + sb * S;  // its end in perm_
       const PointsRef<T> pts{ch.x.row(a), ch.x.stride, dim, shift_t_.data()};
-      const double* w = run_.lloyd_w() ? run_.lloyd_w() + ch.first + a : nullptr;
+      const double* w = run_.lloyd_w(ch.first + a);
       double acc = 0;
       for (std::size_t s = block_seg_[b]; s < block_seg_[b + 1]; ++s) {
         const std::size_t c = seg_cluster_[s];
@@ -471,12 +471,13 @@ void CpuEngine<T>::inc_apply_clusters(const Chunk<T>& ch, std::size_t k) {
     std::uint64_t members = inc_n_[c];
     double* db = dbuf.data();
     const double* sh = shift_.data();
+    const double* lw = run_.lloyd_w(ch.first);
     for (std::uint64_t e = ev_off_[c]; e < ev_off_[c + 1]; ++e) {
       const std::size_t i = static_cast<std::size_t>(ev_row_[e] >> 1);
       const bool removal = (ev_row_[e] & 1u) != 0;
       const T* row = ch.x.row(i);
       if (e + 1 < ev_off_[c + 1]) prefetch_lines<0>(ch.x.row(static_cast<std::size_t>(ev_row_[e + 1] >> 1)), dim * sizeof(T));
-      const double w = run_.lloyd_w() ? run_.lloyd_w()[ch.first + i] : 1.0;
+      const double w = lw ? lw[i] : 1.0;
       const double sw = removal ? -w : w;
       // Two loops: the running sums (independent lanes, which the compiler vectorises) and
       // ||x - r||^2 in four fixed partial sums (its order does not depend on the target).

@@ -54,6 +54,8 @@ class RunState {
   const T* dist() const { return dist_.data(); }
   /// The Lloyd steps' weights: the caller's, or cosine's w / ||x|| once a run took them.
   const double* lloyd_w() const { return lloyd_w_; }
+  /// The same from row `first` on (nullptr where every row weighs 1).
+  const double* lloyd_w(std::size_t first) const { return lloyd_w_ ? lloyd_w_ + first : nullptr; }
 
   /// The sum of the caller's weights (n where there are none), in row order.
   double total_weight() const {
