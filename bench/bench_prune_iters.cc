@@ -9,7 +9,8 @@
 //   shape: blobs:NxDxK (the peer harness's overlapping blobs, sep 3) or fmnist:K;
 //   defaults: the shapes, 2 threads, 3 repeats. PRUNE_PROFILE=1 prints every pruned
 //   iteration (and the last unpruned fit's time for it); PRUNE_ONLY_ON=1 runs the pruned fits
-//   alone (for a profiler; no comparison).
+//   alone (for a profiler; no comparison). The pruned fits use prune = auto, the default
+//   (PRUNE_MODE=on: prune = on, bounds from the first iteration).
 #include <zlib.h>
 
 #include <algorithm>
@@ -61,10 +62,13 @@ void run(const std::string& shape, int threads, int repeats) {
   std::vector<double> init(seeds.centers.begin(), seeds.centers.end());
   std::vector<double> t_off, t_on;
   flashkm::KMeansResult<float> off, on;
+  const char* mode = std::getenv("PRUNE_MODE");
+  const bool mode_on = mode != nullptr && std::string(mode) == "on";
+  const flashkm::Prune pruned = mode_on ? flashkm::Prune::kOn : flashkm::Prune::kAuto;
   for (int r = 0; r < repeats; ++r) {
-    for (const auto p : {flashkm::Prune::kOff, flashkm::Prune::kOn}) {
+    for (const auto p : {flashkm::Prune::kOff, pruned}) {
       if (p == flashkm::Prune::kOff && std::getenv("PRUNE_ONLY_ON")) continue;  // for profiling
-      if (p == flashkm::Prune::kOn && std::getenv("PRUNE_ONLY_OFF")) continue;
+      if (p != flashkm::Prune::kOff && std::getenv("PRUNE_ONLY_OFF")) continue;
       flashkm::KMeansOptions o;
       o.n_clusters = k;
       o.init = flashkm::InitMethod::kExplicit;
@@ -96,8 +100,8 @@ void run(const std::string& shape, int threads, int repeats) {
   }
   const double a = median(t_off), b = median(t_on);
   const char* verdict = std::getenv("PRUNE_ONLY_ON") || std::getenv("PRUNE_ONLY_OFF") ? "not compared" : same_fit(off, on) ? "bitwise equal" : "DIFFER";
-  std::printf("%-22s iterations %3d  off %7.3f s  on %7.3f s  speed-up %5.2fx  distances %.3f (after it. 5: %.3f)  %s\n",
-              shape.c_str(), on.n_iter, a, b, a / b, all / (full * static_cast<double>(on.history.size())),
+  std::printf("%-22s iterations %3d  off %7.3f s  %-4s %7.3f s  speed-up %5.2fx  distances %.3f (after it. 5: %.3f)  %s\n",
+              shape.c_str(), on.n_iter, a, mode_on ? "on" : "auto", b, a / b, all / (full * static_cast<double>(on.history.size())),
               nlate ? late / (full * static_cast<double>(nlate)) : 0.0, verdict);
   if (std::getenv("PRUNE_PROFILE")) {
     for (std::size_t i = 0; i < on.history.size(); ++i) {

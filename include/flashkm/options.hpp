@@ -42,7 +42,8 @@ enum class Metric {
 enum class Prune {
   kAuto,  ///< prune where it is possible, the bounds fit in memory (at most X's own size) and a
           ///< row's distances cost at least kAutoPruneMinWork multiply-adds (K x D), not 16-bit
-          ///< input on AMX tiles; stop within a run where the bounds do not pay
+          ///< input on AMX tiles; start the bounds after the first iteration that changed
+          ///< at most 5% of the labels, and stop within a run where they do not pay
   kOn,    ///< always prune (Euclidean and cosine; InvalidArgument for Metric::kDot)
   kOff,   ///< compute every point-centroid distance in every iteration
 };

@@ -78,7 +78,9 @@ class KMeans(_CentersMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, C
         labels, centers, inertia, n_iter and history are bitwise those of ``prune=False``
         (only ``history_[i]['distances']`` and ``'seconds'`` differ). 'auto' prunes dense X
         where the bounds fit in X's own memory and n_clusters * n_features >= 2048 (below
-        that a row's bound upkeep costs about as much as its distances), and leaves sparse X
+        that a row's bound upkeep costs about as much as its distances), from the iteration
+        after the first that changed at most 5% of the labels (``True`` bounds from the
+        first; bounds set while the centers still move far loosen), and leaves sparse X
         unpruned (the bounds did not
         pay on the sparse data measured; ``True`` prunes it); ``True`` is refused with
         metric='dot' (inner products have no triangle inequality), which 'auto' runs unpruned.

@@ -277,6 +277,10 @@ class CpuEngine final : public Engine<T> {
   std::vector<T> cur_c_, prev_c_;  // centroids as the kernels multiply them, k x dim
   bool grouped_ = false;           // order_ holds this run's groups
   bool auto_prune_ = false;        // prune = auto: may give up within the run
+  // prune = auto starts the bounds only after an iteration moved at most kStartMoved of the
+  // rows (cpu_bounded.cc, prepare_bounds); last_changed_ is the last assign_update's count.
+  bool bounds_started_ = false;
+  std::size_t last_changed_ = 0;
   int bounded_iters_ = 0;          // iterations of this run that started from valid bounds
   AutoPrune judge_;                // auto's judgement of their fractions of N*K distances computed
   std::vector<std::uint32_t> order_;   // packed position -> centroid index (groups contiguous)
