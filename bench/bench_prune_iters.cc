@@ -100,7 +100,7 @@ void run(const std::string& shape, int threads, int repeats) {
   }
   const double a = median(t_off), b = median(t_on);
   const char* verdict = std::getenv("PRUNE_ONLY_ON") || std::getenv("PRUNE_ONLY_OFF") ? "not compared" : same_fit(off, on) ? "bitwise equal" : "DIFFER";
-  std::printf("%-22s iterations %3d  off %7.3f s  %-4s %7.3f s  speed-up %5.2fx  distances %.3f (after it. 5: %.3f)  %s\n",
+  std::printf("%-22s iterations %3d  off %8.4f s  %-4s %8.4f s  speed-up %5.2fx  distances %.3f (after it. 5: %.3f)  %s\n",
               shape.c_str(), on.n_iter, a, mode_on ? "on" : "auto", b, a / b, all / (full * static_cast<double>(on.history.size())),
               nlate ? late / (full * static_cast<double>(nlate)) : 0.0, verdict);
   if (std::getenv("PRUNE_PROFILE")) {
