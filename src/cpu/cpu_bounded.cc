@@ -473,7 +473,7 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
       whole = true;
     } else {
       std::size_t est = 0;
-      for (std::size_t i = 0; i < ns; ++i) est += 1 + static_cast<std::size_t>(__builtin_popcountll(upper_open(i)));
+      for (std::size_t i = 0; i < ns; ++i) est += 1 + bits_set64(upper_open(i));
       whole = static_cast<double>(est * gs) >= kWholeAbove * static_cast<double>(ns * k);
     }
   }
@@ -512,14 +512,14 @@ std::size_t CpuEngine<T>::bounded_block(const Chunk<T>& ch, std::size_t b0, std:
         // threshold is below upper_open's).
         const std::uint64_t others = upper_open(i);
         s.mode[i] = kPairOwnFirst;
-        saved += K - static_cast<std::int64_t>((1 + __builtin_popcountll(others)) * gs);
+        saved += K - static_cast<std::int64_t>((1 + bits_set64(others)) * gs);
         continue;
       }
       const std::uint64_t before = counts.distances;
       s.mode[i] = pair_step(i, ch.first, lab[s.rows[i]], s, counts);
       std::int64_t used = static_cast<std::int64_t>(counts.distances - before);
       if (s.mode[i] == kPairOwnFirst) used += K;
-      if (s.mode[i] == kPairGroups) used += static_cast<std::int64_t>(__builtin_popcountll(s.need[i]) * gs);
+      if (s.mode[i] == kPairGroups) used += static_cast<std::int64_t>(bits_set64(s.need[i]) * gs);
       saved += K - used;
     }
     bucket([&](std::size_t i) {

@@ -11,6 +11,15 @@
 
 namespace flashkm::detail {
 
+/// Set bits of a group mask (SWAR: the baseline x86-64 build has no popcnt instruction, and
+/// __builtin_popcountll calls libgcc's table-driven __popcountdi2).
+inline std::size_t bits_set64(std::uint64_t v) {
+  v = v - ((v >> 1) & 0x5555555555555555ull);
+  v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+  v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return static_cast<std::size_t>((v * 0x0101010101010101ull) >> 56);
+}
+
 /// Yinyang's groups: centroids that are close together, so that a row far from a group is far
 /// from all of it. Balanced recursive bisection of the centroids c (float64, k x dim): split
 /// along the line between two mutually far centroids, at the projection's order statistic, so

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "cpu/cpu_engine.hpp"
+#include "cpu/groups.hpp"
 #include "testlib.hpp"
 
 namespace flashkm {
@@ -298,6 +299,24 @@ TEST(Prune, AutoStartsOnceFewLabelsMove) {
   for (std::size_t i = 0; i <= calm + 1; ++i) EXPECT_EQ(a.history[i].distances, full) << "iteration " << i;
   EXPECT_LT(a.history[calm + 2].distances, full) << "the bounds prune from their second iteration";
   EXPECT_LT(total_distances(a.history), total_distances(on.history) + (calm + 1) * full);
+}
+
+// The group masks' bit count (SWAR, no popcnt in the baseline build) against a loop over the
+// bits: every single bit, all bits, and random masks of every density.
+TEST(Prune, GroupMaskBitCount) {
+  auto slow = [](std::uint64_t v) {
+    std::size_t n = 0;
+    for (int b = 0; b < 64; ++b) n += (v >> b) & 1u;
+    return n;
+  };
+  EXPECT_EQ(detail::bits_set64(0), 0u);
+  EXPECT_EQ(detail::bits_set64(~std::uint64_t{0}), 64u);
+  for (int b = 0; b < 64; ++b) EXPECT_EQ(detail::bits_set64(std::uint64_t{1} << b), 1u) << b;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 10000; ++i) {
+    const std::uint64_t a = rng(), b = rng(), c = rng();
+    for (const std::uint64_t v : {a, a & b, a & b & c, a | b, a | b | c}) EXPECT_EQ(detail::bits_set64(v), slow(v)) << v;
+  }
 }
 
 // Where a row's distances are cheap (K x D below 2048 multiply-adds), auto does not try the
