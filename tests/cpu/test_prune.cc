@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "cpu/cpu_engine.hpp"
 #include "cpu/groups.hpp"
@@ -71,6 +72,18 @@ KMeansOptions to_convergence(std::size_t k, int max_iter) {
   o.max_iter = max_iter;
   o.tol = 0;
   return o;
+}
+
+// Fits with prune off, on (check) and auto (same options otherwise); returns on's result and
+// auto's, auto bitwise the others (its distance counts may fall below on's: its bounds start
+// later, and later bounds are tighter).
+std::pair<KMeansResult<float>, KMeansResult<float>> on_and_auto(const std::vector<float>& X, std::size_t n,
+                                                                std::size_t d, KMeansOptions o) {
+  KMeansResult<float> on = check(X, n, d, o);
+  o.prune = Prune::kAuto;
+  KMeansResult<float> a = fit(MatrixView<float>(X.data(), n, d), o);
+  expect_bitwise(a, on, false);
+  return {std::move(on), std::move(a)};
 }
 
 std::uint64_t total_distances(const std::vector<IterationStats>& h) {
@@ -257,11 +270,7 @@ TEST(Prune, AutoGivesUpWhereBoundsDoNotPay) {
   // K = 256 or 512, and at D = 32, K = 64, the fractions kept falling on AVX2, and auto went on).
   const std::size_t n = 20000, d = 16, k = 128;
   const auto X = blobs<float>(n, d, 100, 3, 0.5);
-  KMeansOptions o = to_convergence(k, 80);
-  const auto on = check(X, n, d, o);
-  o.prune = Prune::kAuto;
-  const auto a = fit(MatrixView<float>(X.data(), n, d), o);
-  expect_bitwise(a, on, false);
+  const auto [on, a] = on_and_auto(X, n, d, to_convergence(k, 80));
   const std::uint64_t full = static_cast<std::uint64_t>(n) * k;
   // Auto's bounds start once an iteration moved at most 5% of the labels (their first
   // iteration scores every distance); then the first unpruned iteration after them.
@@ -284,11 +293,7 @@ TEST(Prune, AutoGivesUpWhereBoundsDoNotPay) {
 TEST(Prune, AutoStartsOnceFewLabelsMove) {
   const std::size_t n = 20000, d = 32, k = 96;
   const auto X = blobs<float>(n, d, 64, 11, 1.0);  // overlapping: the first iterations move many rows
-  KMeansOptions o = to_convergence(k, 60);
-  const auto on = check(X, n, d, o);
-  o.prune = Prune::kAuto;
-  const auto a = fit(MatrixView<float>(X.data(), n, d), o);
-  expect_bitwise(a, on, false);
+  const auto [on, a] = on_and_auto(X, n, d, to_convergence(k, 60));
   const std::uint64_t full = static_cast<std::uint64_t>(n) * k;
   ASSERT_GE(on.history.size(), 4u);
   EXPECT_LT(on.history[1].distances, full) << "on prunes from the second iteration";
@@ -326,11 +331,7 @@ TEST(Prune, AutoLeavesCheapRowsUnpruned) {
   const std::size_t n = 20000;
   for (const auto& [d, k] : {std::pair<std::size_t, std::size_t>{16, 16}, {32, 63}, {8, 100}}) {
     const auto X = blobs<float>(n, d, k, 5, 1.5);  // the bounds skip most of the distances
-    KMeansOptions o = to_convergence(k, 30);
-    const auto on = check(X, n, d, o);
-    o.prune = Prune::kAuto;
-    const auto a = fit(MatrixView<float>(X.data(), n, d), o);
-    expect_bitwise(a, on);
+    const auto [on, a] = on_and_auto(X, n, d, to_convergence(k, 30));
     const std::uint64_t full = static_cast<std::uint64_t>(n) * k;
     for (const auto& h : a.history) EXPECT_EQ(h.distances, full) << "D " << d << " K " << k << " it " << h.iteration;
     ASSERT_GE(on.history.size(), 3u) << "D " << d << " K " << k;
