@@ -126,26 +126,6 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
     const char* env = std::getenv("FLASHKM_PRUNE_PAIRS");
     pair_filter_ = per_centroid_ && groups_ > 1 && group_size_ > kPairCost && !(env != nullptr && std::string(env) == "0");
   }
-  // The largest row norm, for the guard against scores beyond float range: one pass over X,
-  // once per shift (not once per run).
-  if (rmax_ < 0) {
-    rmax_ = 0;
-    for_each_chunk([&](const Chunk<T>& ch) {
-      double mx = 0;
-#pragma omp parallel for num_threads(threads_) schedule(static) reduction(max : mx)
-      for (std::size_t i = 0; i < ch.x.rows; ++i) {
-        const T* row = ch.x.row(i);
-        double sq = 0;
-        for (std::size_t j = 0; j < dim_; ++j) {
-          const double v = static_cast<double>(static_cast<T>(row[j] - shift_t_[j]));
-          sq += v * v;
-        }
-        mx = std::max(mx, sq);
-      }
-      rmax_ = std::max(rmax_, mx);
-    });
-    rmax_ = std::sqrt(rmax_) * (1 + 0x1p-30);
-  }
   ub_.assign(n_, 0.0f);
   lb_.assign(n_ * nlb_, 0.0f);
   prune_ = true;
@@ -192,6 +172,43 @@ typename CpuEngine<T>::BoundScratch& CpuEngine<T>::bound_scratch() {
   return bscratch_[static_cast<std::size_t>(omp_get_thread_num())];
 }
 
+// The largest row norm about the shift, for the guard against scores beyond float range: one
+// pass over X, once per shift (not once per run), when a run's bounds first start (a run
+// that never starts them never reads it). Each row's sum of squares in double in eight
+// interleaved partial sums (one chain of dependent additions would bound the pass by their
+// latency): D terms in any order round by at most D 2^-53 of the sum, far inside the 2^-30
+// added.
+template <class T>
+void CpuEngine<T>::take_rmax() {
+  if (rmax_ >= 0) return;
+  double all = 0;
+  const std::size_t dim = dim_;
+  const T* sh = shift_t_.data();
+  for_each_chunk([&](const Chunk<T>& ch) {
+    double mx = 0;
+#pragma omp parallel for num_threads(threads_) schedule(static) reduction(max : mx)
+    for (std::size_t i = 0; i < ch.x.rows; ++i) {
+      const T* row = ch.x.row(i);
+      double a[8] = {};
+      std::size_t j = 0;
+      for (; j + 8 <= dim; j += 8) {
+        for (std::size_t l = 0; l < 8; ++l) {
+          const double v = static_cast<double>(static_cast<T>(row[j + l] - sh[j + l]));
+          a[l] += v * v;
+        }
+      }
+      for (; j < dim; ++j) {
+        const double v = static_cast<double>(static_cast<T>(row[j] - sh[j]));
+        a[0] += v * v;
+      }
+      const double sq = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+      mx = std::max(mx, sq);
+    }
+    all = std::max(all, mx);
+  });
+  rmax_ = std::sqrt(all) * (1 + 0x1p-30);
+}
+
 // Rows per block of the bounded assignment: its survivors are packed together and each group
 // scores those that need it, a sliver at a time (larger blocks leave fewer part-empty slivers;
 // 1024 rows of 64 floats pack into 256 KiB, within a core's L2). A power of two no larger than
@@ -211,6 +228,7 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
     return;
   }
   bounds_started_ = true;
+  take_rmax();
   cur_c_.resize(k * dim_);
   for (std::size_t i = 0; i < k * dim_; ++i) cur_c_[i] = static_cast<T>(centroids[i]);
   double nmin = 0, nmax = 0;
@@ -666,6 +684,7 @@ template CpuEngine<float>::BoundScratch& CpuEngine<float>::bound_scratch();
 template std::size_t CpuEngine<float>::bound_block_rows() const;
 template void CpuEngine<float>::prepare_bounds(const double*, std::size_t);
 template void CpuEngine<float>::make_groups(const double*, std::size_t);
+template void CpuEngine<float>::take_rmax();
 template std::size_t CpuEngine<float>::bounded_chunk(const Chunk<float>&, std::size_t, std::size_t, std::int32_t*,
                                                      float*);
 template std::size_t CpuEngine<float>::bounded_rows(const Chunk<float>&, std::size_t, std::size_t, std::int32_t*,
@@ -680,6 +699,7 @@ template CpuEngine<double>::BoundScratch& CpuEngine<double>::bound_scratch();
 template std::size_t CpuEngine<double>::bound_block_rows() const;
 template void CpuEngine<double>::prepare_bounds(const double*, std::size_t);
 template void CpuEngine<double>::make_groups(const double*, std::size_t);
+template void CpuEngine<double>::take_rmax();
 template std::size_t CpuEngine<double>::bounded_chunk(const Chunk<double>&, std::size_t, std::size_t, std::int32_t*,
                                                       double*);
 template std::size_t CpuEngine<double>::bounded_rows(const Chunk<double>&, std::size_t, std::size_t, std::int32_t*,

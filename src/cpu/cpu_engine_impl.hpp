@@ -187,6 +187,7 @@ class CpuEngine final : public Engine<T> {
   std::size_t bound_block_rows() const;
   void prepare_bounds(const double* centroids, std::size_t k);
   void make_groups(const double* c, std::size_t k);
+  void take_rmax();
   std::size_t bounded_chunk(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* labels, T* dist);
   std::size_t bounded_rows(const Chunk<T>& ch, std::size_t r0, std::size_t r1, std::int32_t* lab, T* dst,
                            BoundScratch& s, BoundCounts& c);

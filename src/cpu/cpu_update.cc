@@ -28,11 +28,13 @@ constexpr std::size_t kBlocksPerThread = 16;
 template <class T>
 double CpuEngine<T>::mean_variance() {
   const std::size_t dim = dim_;
+  const double* mean = mean_.data();
   const std::vector<double> sq = block_sums(dim, [&](const Chunk<T>& ch, std::size_t r0, std::size_t r1, double* p) {
     for (std::size_t i = r0; i < r1; ++i) {
       const T* row = ch.x.row(i);
+#pragma omp simd
       for (std::size_t j = 0; j < dim; ++j) {
-        const double e = static_cast<double>(row[j]) - mean_[j];
+        const double e = static_cast<double>(row[j]) - mean[j];
         p[j] += e * e;
       }
     }
@@ -563,6 +565,17 @@ void CpuEngine<T>::compute_mean() {
   std::size_t first_bad = kNone;
   double bad_value = 0;
   const std::vector<double> sums = block_sums(dim, [&](const Chunk<T>& ch, std::size_t r0, std::size_t r1, double* p) {
+    // The sums row by row in one vectorised pass (each feature's additions in row order, as
+    // before); a value that is not finite leaves its feature's sum not finite, and only then
+    // is the block scanned again for its first such value (a sum of finite float64 values
+    // that overflows finds none there and goes on, as before).
+    for (std::size_t i = r0; i < r1; ++i) {
+      const T* row = ch.x.row(i);
+      for (std::size_t j = 0; j < dim; ++j) p[j] += static_cast<double>(row[j]);
+    }
+    bool bad = false;
+    for (std::size_t j = 0; j < dim; ++j) bad |= !std::isfinite(p[j]);
+    if (!bad) return;
     for (std::size_t i = r0; i < r1; ++i) {
       const T* row = ch.x.row(i);
       for (std::size_t j = 0; j < dim; ++j) {
@@ -574,7 +587,6 @@ void CpuEngine<T>::compute_mean() {
           }
           return;
         }
-        p[j] += static_cast<double>(row[j]);
       }
     }
   });
