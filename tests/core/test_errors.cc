@@ -58,6 +58,30 @@ TEST_F(ErrorsTest, EmptyShapesAndNullPointer) {
                                 {"row stride 3", "number of columns 4"});
 }
 
+// Wide rows spread over several of the mean's blocks (512 rows of 300 floats each): the first
+// non-finite value in row-major order is named, whichever block holds it and whatever later
+// blocks hold; +inf and -inf in one column of one block (a NaN sum) are found too.
+TEST(Errors, NonFiniteValuesAcrossBlocksNameTheFirst) {
+  const std::size_t n = 3000, d = 300;
+  std::vector<float> X = testing::blobs<float>(n, d, 4, 5);
+  KMeansOptions o;
+  o.n_clusters = 4;
+  o.max_iter = 2;
+  X[2600 * d + 7] = -std::numeric_limits<float>::infinity();
+  X[1100 * d + 299] = std::numeric_limits<float>::quiet_NaN();
+  X[1100 * d + 298] = 1;
+  expect_error<InvalidData>([&] { fit(MatrixView<float>(X.data(), n, d), o); }, {"NaN", "row 1100", "column 299"});
+  X[1100 * d + 299] = 2;
+  expect_error<InvalidData>([&] { fit(MatrixView<float>(X.data(), n, d), o); }, {"-inf", "row 2600", "column 7"});
+  X[2600 * d + 7] = 3;
+  X[1500 * d + 11] = std::numeric_limits<float>::infinity();
+  X[1501 * d + 11] = -std::numeric_limits<float>::infinity();
+  expect_error<InvalidData>([&] { fit(MatrixView<float>(X.data(), n, d), o); }, {"+inf", "row 1500", "column 11"});
+  X[1500 * d + 11] = 4;
+  X[1501 * d + 11] = 5;
+  EXPECT_NO_THROW(fit(MatrixView<float>(X.data(), n, d), o));
+}
+
 TEST_F(ErrorsTest, NonFiniteValuesAreNamedByRowAndColumn) {
   std::vector<float> bad = X;
   bad[17 * d + 2] = std::numeric_limits<float>::quiet_NaN();
