@@ -34,9 +34,9 @@ constexpr double kWholeAbove = 0.9;
 // kernel: groups, bounds) and the bounds it sets loosen by the drifts that follow, so starting
 // later leaves tighter bounds for the rest of the run. Measured on a Sapphire Rapids-class Xeon,
 // 2 threads, from the same k-means++ centres (bench_prune_iters with the start forced in a
-// throwaway build, medians of 3): blobs 100,000 x 128 x 1024 2.47 s from iteration 1, 2.17-2.25 s from 4-8 (7 here);
-// Fashion-MNIST K = 256 3.39 s from 1, 3.04-3.14 s from 5-8 (7 here); Fashion-MNIST K = 10
-// and blobs 300,000 x 64 x 256 the same within 3% from 1 to 10.
+// throwaway build, medians of 3): blobs 100,000 x 128 x 1024 2.47 s from iteration 1,
+// 2.17-2.25 s from 4-8 (7 here); Fashion-MNIST K = 256 3.39 s from 1, 3.04-3.14 s from 5-8
+// (7 here); Fashion-MNIST K = 10 and blobs 300,000 x 64 x 256 the same within 3% from 1 to 10.
 constexpr double kStartMoved = 0.05;
 
 template <class T>
