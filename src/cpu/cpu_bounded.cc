@@ -50,7 +50,7 @@ bool CpuEngine<T>::begin_run(Prune prune, std::size_t k) {
   grouped_ = false;
   bounded_iters_ = 0;
   bounds_started_ = false;
-  last_changed_ = n_;  // the first iteration moves every row
+  inc_last_moved_ = n_;  // the first iteration moves every row (no incremental step follows it)
   judge_.reset(AutoPrune::break_even_for(dim_));
   auto_prune_ = prune == Prune::kAuto;
   {
@@ -224,7 +224,7 @@ void CpuEngine<T>::prepare_bounds(const double* centroids, std::size_t k) {
   iter_bounded_ = false;
   if (!prune_) return;
   if (auto_prune_ && !bounds_started_ &&
-      static_cast<double>(last_changed_) > kStartMoved * static_cast<double>(n_)) {
+      static_cast<double>(inc_last_moved_) > kStartMoved * static_cast<double>(n_)) {
     return;
   }
   bounds_started_ = true;

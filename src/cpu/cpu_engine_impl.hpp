@@ -279,9 +279,8 @@ class CpuEngine final : public Engine<T> {
   bool grouped_ = false;           // order_ holds this run's groups
   bool auto_prune_ = false;        // prune = auto: may give up within the run
   // prune = auto starts the bounds only after an iteration moved at most kStartMoved of the
-  // rows (cpu_bounded.cc, prepare_bounds); last_changed_ is the last assign_update's count.
+  // rows (cpu_bounded.cc, prepare_bounds; inc_last_moved_ is the last assign_update's count).
   bool bounds_started_ = false;
-  std::size_t last_changed_ = 0;
   int bounded_iters_ = 0;          // iterations of this run that started from valid bounds
   AutoPrune judge_;                // auto's judgement of their fractions of N*K distances computed
   std::vector<std::uint32_t> order_;   // packed position -> centroid index (groups contiguous)
@@ -353,7 +352,7 @@ class CpuEngine final : public Engine<T> {
   bool inc_valid_ = false;
   std::size_t inc_k_ = 0;
   int inc_steps_ = 0;               // incremental steps since the last full update
-  std::size_t inc_last_moved_ = 0;  // labels changed by the last assign_update
+  std::size_t inc_last_moved_ = 0;  // labels changed by the last assign_update (n at a run's start)
   std::size_t inc_move_cap_ = 0;    // FLASHKM_PRUNE_MOVE_CAP, read by begin_run (0: none)
   std::vector<std::int32_t> inc_labels_;
   std::vector<double> inc_s_, inc_u_, inc_r_, inc_q_, inc_w_;  // S, U, Q, W: values, then their errors

@@ -115,7 +115,6 @@ double CpuEngine<T>::assign_update(const double* centroids, std::size_t k, doubl
   // An incremental step started from inc_labels_ == labels, so its moves are the changed labels.
   inc_last_moved_ = total_changed;
   *changed = total_changed;
-  last_changed_ = total_changed;
   if (iter_bounded_) {
     last_distances_ = counts_.distances;
     dist_stale_ = counts_.pruned + counts_.approx > 0;
