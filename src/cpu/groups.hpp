@@ -11,8 +11,9 @@
 
 namespace flashkm::detail {
 
-/// Set bits of a group mask (SWAR: the baseline x86-64 build has no popcnt instruction, and
-/// __builtin_popcountll calls libgcc's table-driven __popcountdi2).
+/// Set bits of a mask: the bounded assignment's groups, k-means++'s candidates (SWAR: the
+/// baseline x86-64 build has no popcnt instruction, and __builtin_popcountll / std::popcount
+/// call libgcc's table-driven __popcountdi2).
 inline std::size_t bits_set64(std::uint64_t v) {
   v = v - ((v >> 1) & 0x5555555555555555ull);
   v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cpu/bounds.hpp"
+#include "cpu/groups.hpp"
 #include "cpu/prefetch.hpp"
 
 namespace flashkm::detail {
@@ -178,21 +179,13 @@ void sketch_rows(const KernelTable<T>& table, const RowSketch& sk, const CandSke
   }
 }
 
-// Set bits of a candidate mask (SWAR: the baseline x86-64 build has no popcnt instruction, and
-// std::popcount would call libgcc).
-inline std::size_t bits_set(std::uint32_t v) {
-  v = v - ((v >> 1) & 0x55555555u);
-  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
-  return static_cast<std::size_t>((((v + (v >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
-}
-
 // Row r's distances to the candidates c[t] (t < mm) that bit t of mask (non-zero) keeps, into
 // out[t], bitwise sqdist_one's; +inf for the others (their computed distance would be >= the
 // row's closest one, so min() keeps that). Returns the distances computed.
 template <class T>
 std::size_t score_kept(const KernelTable<T>& table, const PointsRef<T>& pts, const T* c, std::uint32_t mask,
                        std::size_t mm, std::size_t r, T* out) {
-  const std::size_t k = bits_set(mask);
+  const std::size_t k = bits_set64(mask);
   if (k == mm) {
     table.sqdist_few(pts, c, mm, r, r + 1, out);
     return mm;
@@ -316,7 +309,7 @@ std::uint64_t sketch_block_potentials(const KernelTable<T>& table, const PointsR
     // The surviving pairs are counted only where they could be dense (at most ns * mm).
     std::size_t live = 0;
     if (dense(ns * mm, rows * mm)) {
-      for (std::size_t j = 0; j < ns; ++j) live += bits_set(u.mask[u.surv[j]]);
+      for (std::size_t j = 0; j < ns; ++j) live += bits_set64(u.mask[u.surv[j]]);
     }
     if (dense(live, rows * mm)) {
       // Nearly every pair survives (the first steps): one call for the sub-block.
@@ -399,7 +392,7 @@ std::uint64_t seed_block_potentials(const KernelTable<T>& table, const PointsRef
           }
         }
         mask[i] = bits;
-        live += bits_set(bits);
+        live += bits_set64(bits);
       }
       const T* c = step.cands + t0 * dim;
       if (!step.bounded || dense(live, rows * mm)) {
